@@ -1,0 +1,58 @@
+# gridlake: `make help` lists the targets. Every target installs what it needs first (idempotent).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+export GRIDLAKE_HOME ?= $(CURDIR)/.gridlake
+VENV := $(GRIDLAKE_HOME)/venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: help install up down status demo test test-unit lint format bench clean-test
+
+help: ## show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+install: ## install everything a fresh machine needs (apt, venvs, Kafka/Derby/Spark jars)
+	@bash infra/install_system.sh
+	@bash infra/install_python.sh
+	@bash infra/fetch_jars.sh kafka
+	@bash infra/fetch_jars.sh derby
+	@ls $(GRIDLAKE_HOME)/ivy/jars/.resolved >/dev/null 2>&1 || $(PY) -m gridlake.spark --resolve
+	@bash infra/airflow.sh install
+	@bash infra/superset.sh install
+
+up: install ## start Derby (metastore), Kafka, the Spark Thrift Server and Superset on 127.0.0.1
+	@bash infra/derby.sh start
+	@bash infra/kafka.sh start
+	@$(VENV)/bin/gridlake init
+	@bash infra/thrift.sh start
+	@bash infra/superset.sh start
+
+down: ## stop every service of the instance, by PID
+	@bash infra/superset.sh stop
+	@bash infra/thrift.sh stop
+	@bash infra/kafka.sh stop
+	@bash infra/derby.sh stop
+
+status: ## show what runs
+	@bash infra/derby.sh status; bash infra/kafka.sh status; bash infra/thrift.sh status; bash infra/superset.sh status
+
+demo: up ## the main job: demo week -> Kafka -> Airflow DAG (bronze, silver, gold) -> SQL and Superset
+	@bash infra/demo.sh
+
+test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset
+	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test-unit: install ## only the tests that need no service
+	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m "not integration" $(PYTEST_ARGS)
+
+lint: ## ruff lint and format check
+	@$(VENV)/bin/ruff check jobs tests dags superset
+	@$(VENV)/bin/ruff format --check jobs tests dags superset
+
+format: ## ruff format and autofix
+	@$(VENV)/bin/ruff format jobs tests dags superset
+	@$(VENV)/bin/ruff check --fix jobs tests dags superset
+
+clean-test: ## stop the test instance and delete its state
+	@GRIDLAKE_INSTANCE=test $(MAKE) --no-print-directory down
+	@rm -rf $(GRIDLAKE_HOME)/test

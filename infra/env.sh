@@ -1,0 +1,66 @@
+# Sourced by every infra script: one place for paths and ports.
+# GRIDLAKE_HOME holds shared installs (venvs, jars); GRIDLAKE_INSTANCE selects a state folder
+# with its own data, logs, PIDs and ports, so the test suite never touches the demo's warehouse.
+GRIDLAKE_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export GRIDLAKE_REPO
+export GRIDLAKE_HOME="${GRIDLAKE_HOME:-$GRIDLAKE_REPO/.gridlake}"
+export GRIDLAKE_INSTANCE="${GRIDLAKE_INSTANCE:-demo}"
+if [ -z "${GRIDLAKE_PORT_OFFSET:-}" ]; then
+  case "$GRIDLAKE_INSTANCE" in demo) GRIDLAKE_PORT_OFFSET=0 ;; test) GRIDLAKE_PORT_OFFSET=100 ;; *) GRIDLAKE_PORT_OFFSET=200 ;; esac
+fi
+export GRIDLAKE_PORT_OFFSET
+export GRIDLAKE_STATE="$GRIDLAKE_HOME/$GRIDLAKE_INSTANCE"
+export GRIDLAKE_KAFKA_PORT="${GRIDLAKE_KAFKA_PORT:-$((9092 + GRIDLAKE_PORT_OFFSET))}"
+export GRIDLAKE_KAFKA_CONTROLLER_PORT="${GRIDLAKE_KAFKA_CONTROLLER_PORT:-$((9093 + GRIDLAKE_PORT_OFFSET))}"
+export GRIDLAKE_DERBY_PORT="${GRIDLAKE_DERBY_PORT:-$((1527 + GRIDLAKE_PORT_OFFSET))}"
+export GRIDLAKE_THRIFT_PORT="${GRIDLAKE_THRIFT_PORT:-$((10000 + GRIDLAKE_PORT_OFFSET))}"
+export GRIDLAKE_SUPERSET_PORT="${GRIDLAKE_SUPERSET_PORT:-$((8088 + GRIDLAKE_PORT_OFFSET))}"
+export GRIDLAKE_VENV="$GRIDLAKE_HOME/venv"
+export GRIDLAKE_AIRFLOW_VENV="$GRIDLAKE_HOME/airflow-venv"
+export GRIDLAKE_SUPERSET_VENV="$GRIDLAKE_HOME/superset-venv"
+export GRIDLAKE_M2="$GRIDLAKE_HOME/m2"
+export GRIDLAKE_RUN="$GRIDLAKE_STATE/run"
+export GRIDLAKE_LOGS="$GRIDLAKE_STATE/logs"
+export SPARK_LOCAL_IP=127.0.0.1
+mkdir -p "$GRIDLAKE_HOME" "$GRIDLAKE_RUN" "$GRIDLAKE_LOGS"
+
+log() { printf '[gridlake %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# pid_alive NAME: true when the PID file of NAME names a live process.
+pid_alive() {
+  local f="$GRIDLAKE_RUN/$1.pid"
+  [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+}
+
+# stop_pid NAME: stop the process (and its group) recorded in NAME's PID file.
+stop_pid() {
+  local f="$GRIDLAKE_RUN/$1.pid" pid
+  [ -f "$f" ] || { log "$1: not running"; return 0; }
+  pid="$(cat "$f")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -0 "$pid" 2>/dev/null && { kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; }
+    log "$1: stopped (pid $pid)"
+  fi
+  rm -f "$f"
+}
+
+# start_bg NAME LOGFILE CMD...: start CMD in its own process group, record its PID.
+start_bg() {
+  local name="$1" logf="$2"; shift 2
+  setsid "$@" >>"$logf" 2>&1 < /dev/null &
+  echo $! > "$GRIDLAKE_RUN/$name.pid"
+}
+
+# wait_port PORT SECONDS NAME: wait until something listens on 127.0.0.1:PORT.
+wait_port() {
+  local port="$1" secs="$2" name="$3"
+  for _ in $(seq 1 "$secs"); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    pid_alive "$name" || die "$name exited during start-up; see $GRIDLAKE_LOGS/$name.log"
+    sleep 1
+  done
+  die "$name did not listen on 127.0.0.1:$port within ${secs}s; see $GRIDLAKE_LOGS/$name.log"
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# thrift.sh start|stop|status: Spark Thrift Server on 127.0.0.1 serving the Delta tables
+# (JDBC/ODBC for beeline, PyHive, Superset), configured by the same settings as the jobs.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+case "${1:-status}" in
+  start)
+    pid_alive thrift && { log "thrift: already running"; exit 0; }
+    pid_alive derby || bash "$GRIDLAKE_REPO/infra/derby.sh" start
+    # Resolve the Spark packages into the Ivy cache once (the Delta jars must also be on the
+    # driver class path, or sessions fail with "Cannot find catalog plugin class ... DeltaCatalog").
+    ivy="$GRIDLAKE_HOME/ivy/jars"
+    if [ ! -f "$ivy/.resolved" ]; then
+      "$GRIDLAKE_VENV/bin/python" -m gridlake.spark --resolve
+    fi
+    cp="$(ls "$ivy"/io.delta_*.jar | tr '\n' ':')$GRIDLAKE_HOME/derby/libs/*"
+    mapfile -t conf < <("$GRIDLAKE_VENV/bin/gridlake" spark-conf)
+    mkdir -p "$GRIDLAKE_STATE/thrift"
+    cd "$GRIDLAKE_STATE/thrift"
+    start_bg thrift "$GRIDLAKE_LOGS/thrift.log" "$GRIDLAKE_VENV/bin/spark-submit" \
+      --master "${GRIDLAKE_SPARK_MASTER:-local[2]}" --driver-memory "${GRIDLAKE_THRIFT_MEMORY:-1g}" \
+      --name gridlake-thrift --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 \
+      "${conf[@]}" --conf "spark.driver.extraClassPath=$cp" \
+      spark-internal \
+      --hiveconf hive.server2.thrift.bind.host=127.0.0.1 \
+      --hiveconf "hive.server2.thrift.port=$GRIDLAKE_THRIFT_PORT" \
+      --hiveconf hive.server2.transport.mode=binary
+    wait_port "$GRIDLAKE_THRIFT_PORT" 180 thrift
+    log "thrift: up on 127.0.0.1:$GRIDLAKE_THRIFT_PORT (beeline -u jdbc:hive2://127.0.0.1:$GRIDLAKE_THRIFT_PORT)"
+    ;;
+  stop) stop_pid thrift ;;
+  status) if pid_alive thrift; then echo "thrift    running  pid $(cat "$GRIDLAKE_RUN/thrift.pid")  jdbc:hive2://127.0.0.1:$GRIDLAKE_THRIFT_PORT"; else echo "thrift    stopped"; fi ;;
+  *) die "usage: thrift.sh start|stop|status" ;;
+esac

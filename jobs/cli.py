@@ -1,0 +1,176 @@
+"""The ``gridlake`` command line: thin wrappers that read settings, call a job, print a summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from gridlake.settings import TOPICS, get_settings
+
+
+def _spark():  # noqa: ANN202
+    from gridlake.spark import get_spark
+
+    return get_spark()
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from gridlake.bronze.ingest import ingest
+
+    inputs = tuple(args.inputs.split(",")) if args.inputs else tuple(TOPICS)
+    for r in ingest(_spark(), inputs, max_offsets_per_trigger=args.max_offsets):
+        print(f"bronze <- {r.topic}: {r.rows} records in {r.batches} batches")
+    return 0
+
+
+def cmd_refine(_args: argparse.Namespace) -> int:
+    from gridlake.quality import QualityGateError
+    from gridlake.silver.refine import refine_jobs
+
+    try:
+        s = refine_jobs(_spark())
+    except QualityGateError as exc:
+        print(f"refine FAILED: {exc}", file=sys.stderr)
+        return 3
+    except Exception as exc:  # Spark wraps errors raised inside foreachBatch
+        if "quality gate failed" in str(exc):
+            msg = str(exc)[str(exc).find("quality gate failed") :].splitlines()[0]
+            print(f"refine FAILED: {msg}", file=sys.stderr)
+            return 3
+        raise
+    print(
+        f"silver.jobs <- {s.bronze_rows} bronze records in {s.batches} batches: "
+        f"{s.clean_rows} clean, {s.duplicate_rows} duplicates absorbed, "
+        f"{s.quarantined_rows} quarantined"
+    )
+    return 0
+
+
+def cmd_analyze(_args: argparse.Namespace) -> int:
+    from gridlake.gold.analyze import analyze
+
+    for table, rows in analyze(_spark()).items():
+        print(f"{table}: {rows} rows")
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from gridlake.publish import publish_files
+
+    files = [Path(f) for f in args.files]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        print(f"no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    report = publish_files(args.topic, files, progress=not args.quiet)
+    for p in report.problems:
+        print(p, file=sys.stderr)
+    print(
+        f"{report.topic}: {report.published} published, {report.dead_lettered} dead-lettered "
+        f"to {TOPICS['deadletter']}, {report.delivery_errors} delivery errors"
+    )
+    return 0 if report.ok else 1
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from gridlake.sqlcli import run_sql
+
+    run_sql(_spark(), args.query, fmt=args.format, limit=args.limit)
+    return 0
+
+
+def cmd_init(_args: argparse.Namespace) -> int:
+    from gridlake.tables import ALL_TABLES, ensure_all
+    from gridlake.views import create_views
+
+    spark = _spark()
+    ensure_all(spark)
+    views = create_views(spark)
+    print(f"{len(ALL_TABLES)} tables and {len(views)} views registered")
+    return 0
+
+
+def _week_start(text: str | None) -> date:
+    if not text:
+        today = datetime.now(UTC).date()
+        return today - timedelta(days=today.weekday() + 7)  # the ISO week just ended
+    year, week = text.split("-W")
+    return date.fromisocalendar(int(year), int(week), 1)
+
+
+def cmd_demo_data(args: argparse.Namespace) -> int:
+    from gridlake.sources.demo import generate_week, write_week
+
+    week = generate_week(_week_start(args.week), seed=args.seed)
+    paths = write_week(Path(args.out), week)
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+def cmd_spark_conf(_args: argparse.Namespace) -> int:
+    """Print the settings' Spark configuration as spark-submit arguments (for infra scripts)."""
+    s = get_settings()
+    for key, value in s.spark_conf().items():
+        print(f"--conf\n{key}={value}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gridlake", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("ingest", help="Kafka -> bronze, all topics (exactly once)")
+    s.add_argument("--inputs", help="comma-separated subset of: " + ",".join(TOPICS))
+    s.add_argument("--max-offsets", type=int, default=200_000, help="records per micro-batch")
+    s.set_defaults(func=cmd_ingest)
+
+    s = sub.add_parser("refine", help="bronze -> silver (validate, quarantine, gate, MERGE)")
+    s.set_defaults(func=cmd_refine)
+
+    s = sub.add_parser("analyze", help="silver -> gold tables")
+    s.set_defaults(func=cmd_analyze)
+
+    s = sub.add_parser("publish", help="publish canonical JSON-lines files to a topic")
+    s.add_argument("--topic", required=True, choices=sorted(v for v in TOPICS.values()))
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("files", nargs="+")
+    s.set_defaults(func=cmd_publish)
+
+    s = sub.add_parser("sql", help="run SQL on the warehouse")
+    s.add_argument("query")
+    s.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    s.add_argument("--limit", type=int, default=1000, help="rows printed at most")
+    s.set_defaults(func=cmd_sql)
+
+    s = sub.add_parser("init", help="register every table and view in the metastore")
+    s.set_defaults(func=cmd_init)
+
+    s = sub.add_parser("demo-data", help="write a small simulated week as canonical JSON lines")
+    s.add_argument("--out", required=True)
+    s.add_argument("--week", help="ISO week, e.g. 2026-W46 (default: the week just ended)")
+    s.add_argument("--seed", type=int, default=7)
+    s.set_defaults(func=cmd_demo_data)
+
+    s = sub.add_parser("spark-conf", help="print the Spark settings as spark-submit arguments")
+    s.set_defaults(func=cmd_spark_conf)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

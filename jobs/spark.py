@@ -1,0 +1,42 @@
+"""The SparkSession, built from settings. The only place a session is created."""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import SparkSession
+
+from gridlake.settings import SPARK_PACKAGES, Settings, get_settings
+
+
+def get_spark(settings: Settings | None = None, app_name: str = "gridlake") -> SparkSession:
+    """Return the active session or build one configured for gridlake."""
+    settings = settings or get_settings()
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    if settings.is_local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        (settings.state / "spark-tmp").mkdir(parents=True, exist_ok=True)
+        (settings.state / "logs").mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder.appName(app_name).master(settings.spark_master)
+    for key, value in settings.spark_conf().items():
+        builder = builder.config(key, value)
+    spark = builder.enableHiveSupport().getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("GRIDLAKE_SPARK_LOG_LEVEL", "WARN"))
+    return spark
+
+
+def _resolve() -> None:
+    """Start and stop a session once so the Spark packages land in the Ivy cache."""
+    settings = get_settings()
+    spark = get_spark(settings, app_name="gridlake-resolve")
+    spark.stop()
+    (settings.jars_dir / ".resolved").write_text(",".join(SPARK_PACKAGES) + "\n")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if "--resolve" in sys.argv:
+        _resolve()

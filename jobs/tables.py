@@ -1,0 +1,281 @@
+"""Every warehouse table in one registry: layer, name, grain, columns with comments, checks.
+
+A table's definition lives here once; jobs write ``df.select(*table.column_names)`` into it, the
+metastore DDL is generated from it (``ensure``), and ``gridlake sql "DESCRIBE ..."`` shows the
+comments. Layers only read downwards: bronze <- Kafka, silver <- bronze, gold <- silver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+
+from gridlake.contracts import contract
+from gridlake.settings import Settings, get_settings
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    ddl_type: str
+    comment: str
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class Check:
+    """A data-quality expectation on a table (run by great_expectations).
+
+    ``kind`` names the expectation; ``severity`` is ``fail`` (circuit breaker: the batch is
+    rejected) or ``warn`` (logged).
+    """
+
+    kind: str
+    column: str | None = None
+    args: dict[str, object] = field(default_factory=dict)
+    severity: str = "fail"
+
+
+@dataclass(frozen=True)
+class Table:
+    database: str
+    name: str
+    grain: str
+    description: str
+    columns: tuple[Column, ...]
+    partition_by: tuple[str, ...] = ()
+    checks: tuple[Check, ...] = ()
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.database}.{self.name}"
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def path(self, settings: Settings | None = None) -> str:
+        return (settings or get_settings()).table_path(self.database, self.name)
+
+    def ddl(self, settings: Settings | None = None) -> str:
+        cols = ",\n  ".join(
+            f"`{c.name}` {c.ddl_type}{'' if c.nullable else ' NOT NULL'} COMMENT {_q(c.comment)}"
+            for c in self.columns
+        )
+        part = f"\nPARTITIONED BY ({', '.join(self.partition_by)})" if self.partition_by else ""
+        comment = f"{self.description} Grain: {self.grain}"
+        return (
+            f"CREATE TABLE IF NOT EXISTS {self.full_name} (\n  {cols}\n) USING DELTA{part}\n"
+            f"COMMENT {_q(comment)}\nLOCATION {_q(self.path(settings))}"
+        )
+
+    def ensure(self, spark: SparkSession, settings: Settings | None = None) -> None:
+        """Create the database and the table (registered in the metastore) if missing."""
+        settings = settings or get_settings()
+        spark.sql(
+            f"CREATE DATABASE IF NOT EXISTS {self.database} "
+            f"LOCATION {_q(settings.storage_root.rstrip('/') + '/' + self.database)}"
+        )
+        spark.sql(self.ddl(settings))
+
+    def conform(self, df: DataFrame) -> DataFrame:
+        """Select the table's columns in order, cast to their types (fails on a missing one)."""
+        from pyspark.sql import functions as F
+
+        return df.select(*[F.col(c.name).cast(c.ddl_type).alias(c.name) for c in self.columns])
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# --------------------------------------------------------------------------------------------
+# bronze: what arrived, verbatim, with its Kafka coordinates. Nothing is ever dropped here.
+
+_BRONZE_COLUMNS = (
+    Column("key", "STRING", "Kafka record key"),
+    Column("value", "STRING", "The record exactly as it arrived (UTF-8 text)"),
+    Column("topic", "STRING", "Kafka topic"),
+    Column("partition", "INT", "Kafka partition"),
+    Column("offset", "BIGINT", "Kafka offset within the partition"),
+    Column("kafka_timestamp", "TIMESTAMP", "Kafka record timestamp (UTC)"),
+    Column("ingested_at", "TIMESTAMP", "When gridlake ingest wrote the record (UTC)"),
+    Column("ingest_date", "DATE", "UTC date of ingested_at (partition column)"),
+)
+
+
+def _bronze(name: str) -> Table:
+    c = contract(name)
+    return Table(
+        database="bronze",
+        name=name,
+        grain="one row per Kafka record (topic, partition, offset).",
+        description=f"Raw records of topic {c.topic}: {c.title}.",
+        columns=_BRONZE_COLUMNS,
+        partition_by=("ingest_date",),
+    )
+
+
+BRONZE = {name: _bronze(name) for name in ("jobs", "nodes", "network", "deadletter")}
+
+# --------------------------------------------------------------------------------------------
+# silver: typed, validated, deduplicated.
+
+_LINEAGE = (
+    Column("_kafka_partition", "INT", "Lineage: Kafka partition of the record kept"),
+    Column("_kafka_offset", "BIGINT", "Lineage: Kafka offset of the record kept"),
+    Column("_kafka_timestamp", "TIMESTAMP", "Lineage: Kafka timestamp of the record kept"),
+    Column("_batch_id", "STRING", "Lineage: refine batch that wrote the row"),
+    Column("_refined_at", "TIMESTAMP", "Lineage: when the row was last written"),
+)
+
+
+def _contract_columns(name: str) -> tuple[Column, ...]:
+    cols = []
+    for f in contract(name).fields:
+        if f.json_type == "array":
+            continue
+        ddl = {
+            "integer": "BIGINT",
+            "number": "DOUBLE",
+            "boolean": "BOOLEAN",
+        }.get(f.json_type, "TIMESTAMP" if f.fmt == "date-time" else "STRING")
+        cols.append(Column(f.name, ddl, f.description))
+    return tuple(cols)
+
+
+SILVER_JOBS = Table(
+    database="silver",
+    name="jobs",
+    grain="one row per job attempt (job_id); re-sent records update the row, never duplicate it.",
+    description="Finished job attempts, typed and validated, with derived efficiency columns.",
+    columns=(
+        *_contract_columns("jobs"),
+        Column("cpu_seconds", "DOUBLE", "cpu_user_seconds + cpu_system_seconds"),
+        Column("cores_wall_seconds", "DOUBLE", "wall_seconds x cores: the core-seconds allocated"),
+        Column(
+            "cpu_efficiency",
+            "DOUBLE",
+            "cpu_seconds / cores_wall_seconds for this job (null when no wall time)",
+        ),
+        Column(
+            "is_outlier",
+            "BOOLEAN",
+            "CPU time above wall x cores x 1.05: kept, counted, flagged for inspection",
+        ),
+        Column("week", "DATE", "Monday of the ISO week of end_time (UTC), as accounting does"),
+        *_LINEAGE,
+    ),
+    partition_by=("week",),
+    checks=(
+        Check("not_null", "job_id"),
+        Check("unique", "job_id"),
+        Check("not_null", "site"),
+        Check("not_null", "end_time"),
+        Check("between", "cores", {"min_value": 1}),
+        Check("between", "wall_seconds", {"min_value": 0}),
+        Check("between", "cpu_seconds", {"min_value": 0}),
+        Check("in_set", "status", {"value_set": ["success", "failed"]}),
+        Check("pair_greater_or_equal", None, {"column_A": "end_time", "column_B": "start_time"}),
+        # A grid never has more than a few percent of jobs above wall x cores; more means a unit
+        # error upstream (e.g. CPU in minutes). A warning, not a circuit breaker.
+        Check("in_set", "is_outlier", {"value_set": [False], "mostly": 0.95}, severity="warn"),
+    ),
+)
+
+QUARANTINE_COLUMNS = (
+    Column("raw", "STRING", "The original record, verbatim"),
+    Column("reasons", "ARRAY<STRING>", "Every rule the record failed"),
+    Column("reason", "STRING", "The reasons joined with '; '"),
+    Column("topic", "STRING", "Kafka topic"),
+    Column("partition", "INT", "Kafka partition"),
+    Column("offset", "BIGINT", "Kafka offset"),
+    Column("kafka_timestamp", "TIMESTAMP", "Kafka record timestamp"),
+    Column("batch_id", "STRING", "Refine batch that quarantined the record"),
+    Column("quarantined_at", "TIMESTAMP", "When it was quarantined"),
+)
+
+QUARANTINE_JOBS = Table(
+    database="silver",
+    name="quarantine_jobs",
+    grain="one row per rejected Kafka record of grid.jobs (topic, partition, offset).",
+    description="Job records that failed parsing or validation, with the reasons.",
+    columns=QUARANTINE_COLUMNS,
+)
+
+REFINE_AUDIT = Table(
+    database="silver",
+    name="refine_audit",
+    grain="one row per refine micro-batch and input.",
+    description=(
+        "Reconciliation of every refine batch: bronze_rows = clean_rows + duplicate_rows + "
+        "quarantined_rows."
+    ),
+    columns=(
+        Column("batch_id", "STRING", "Refine batch id (input-streamBatch)"),
+        Column("input", "STRING", "jobs | nodes | network"),
+        Column("bronze_rows", "BIGINT", "Bronze records read in the batch"),
+        Column("clean_rows", "BIGINT", "Distinct valid records (by key) merged into silver"),
+        Column("duplicate_rows", "BIGINT", "Valid records superseded by a newer one of the same key"),
+        Column("quarantined_rows", "BIGINT", "Records sent to quarantine"),
+        Column("inserted_rows", "BIGINT", "Silver rows inserted by the MERGE"),
+        Column("updated_rows", "BIGINT", "Silver rows updated by the MERGE (re-sent, newer)"),
+        Column("finished_at", "TIMESTAMP", "When the batch committed"),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------
+# gold: the answers.
+
+GOLD_SITE_EFFICIENCY_WEEKLY = Table(
+    database="gold",
+    name="site_efficiency_weekly",
+    grain="one row per week, site and vo.",
+    description=(
+        "CPU efficiency per site, VO and ISO week (ratios of sums over every job in silver, "
+        "outliers included)."
+    ),
+    columns=(
+        Column("week", "DATE", "Monday of the ISO week of the jobs' end_time (UTC)"),
+        Column("site", "STRING", "Grid site"),
+        Column("vo", "STRING", "Virtual organisation"),
+        Column("jobs", "BIGINT", "Job attempts that ended in the week"),
+        Column("failed_jobs", "BIGINT", "Attempts with status failed"),
+        Column("outlier_jobs", "BIGINT", "Attempts flagged is_outlier (CPU > wall x cores x 1.05)"),
+        Column("core_hours", "DOUBLE", "sum(wall_seconds x cores) / 3600"),
+        Column("cpu_hours", "DOUBLE", "sum(cpu_user_seconds + cpu_system_seconds) / 3600"),
+        Column("cpu_efficiency", "DOUBLE", "cpu_hours / core_hours (ratio of sums)"),
+        Column(
+            "good_cpu_over_all_wall",
+            "DOUBLE",
+            "CPU hours of successful attempts / core-hours of all attempts (ATLAS definition)",
+        ),
+        Column("wasted_core_hours", "DOUBLE", "Core-hours of failed attempts"),
+    ),
+    checks=(
+        Check("not_null", "week"),
+        Check("not_null", "site"),
+        Check("between", "jobs", {"min_value": 1}),
+    ),
+)
+
+ALL_TABLES: tuple[Table, ...] = (
+    *BRONZE.values(),
+    SILVER_JOBS,
+    QUARANTINE_JOBS,
+    REFINE_AUDIT,
+    GOLD_SITE_EFFICIENCY_WEEKLY,
+)
+
+
+def by_name(full_name: str) -> Table:
+    for t in ALL_TABLES:
+        if t.full_name == full_name:
+            return t
+    raise KeyError(f"unknown table {full_name}; known: {[t.full_name for t in ALL_TABLES]}")
+
+
+def ensure_all(spark: SparkSession, settings: Settings | None = None) -> None:
+    for t in ALL_TABLES:
+        t.ensure(spark, settings)
