@@ -14,6 +14,9 @@ case "${1:-status}" in
       "$GRIDLAKE_VENV/bin/python" -m gridlake.spark --resolve
     fi
     cp="$(ls "$ivy"/io.delta_*.jar | tr '\n' ':')$GRIDLAKE_HOME/derby/libs/*"
+    export PATH="$GRIDLAKE_VENV/bin:$PATH"
+    SPARK_HOME="$(ls -d "$GRIDLAKE_VENV"/lib/python3*/site-packages/pyspark | head -1)"
+    export SPARK_HOME
     mapfile -t conf < <("$GRIDLAKE_VENV/bin/gridlake" spark-conf)
     mkdir -p "$GRIDLAKE_STATE/thrift"
     cd "$GRIDLAKE_STATE/thrift"

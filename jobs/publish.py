@@ -104,7 +104,9 @@ def publish_files(
                         "raw": line,
                         "rejected_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
                     }
-                    _produce(producer, TOPICS["deadletter"], str(path), json.dumps(dead), on_delivery)
+                    _produce(
+                        producer, TOPICS["deadletter"], str(path), json.dumps(dead), on_delivery
+                    )
                     continue
                 key = record.get(key_field)
                 _produce(producer, topic, None if key is None else str(key), line, on_delivery)
@@ -121,8 +123,12 @@ def publish_files(
 def _produce(producer, topic: str, key: str | None, value: str, cb) -> None:  # noqa: ANN001
     while True:
         try:
-            producer.produce(topic, value=value.encode(), key=None if key is None else key.encode(),
-                             on_delivery=cb)
+            producer.produce(
+                topic,
+                value=value.encode(),
+                key=None if key is None else key.encode(),
+                on_delivery=cb,
+            )
             break
         except BufferError:
             producer.poll(0.5)  # local queue full: let deliveries drain

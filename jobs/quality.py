@@ -81,9 +81,16 @@ def gate(table: Table, df: DataFrame) -> list[CheckResult]:
     failed = [r for r in results if not r.success and r.check.severity == "fail"]
     for r in results:
         if not r.success and r.check.severity == "warn":
-            log.warning("quality warning on %s: %s %s (%s)", table.full_name, r.check.kind,
-                        r.check.column, r.detail)
+            log.warning(
+                "quality warning on %s: %s %s (%s)",
+                table.full_name,
+                r.check.kind,
+                r.check.column,
+                r.detail,
+            )
     if failed:
-        lines = "; ".join(f"{r.check.kind}({r.check.column or r.check.args}) {r.detail}" for r in failed)
+        lines = "; ".join(
+            f"{r.check.kind}({r.check.column or r.check.args}) {r.detail}" for r in failed
+        )
         raise QualityGateError(f"quality gate failed for {table.full_name}: {lines}")
     return results

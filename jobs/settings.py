@@ -3,17 +3,14 @@
 Everything comes from environment variables with embedded local defaults, so the same code runs
 on a laptop (``GRIDLAKE_ENV=local``, the default) and on a cluster (``GRIDLAKE_ENV=cluster``):
 
-============================  =======================================  ==============================
-variable                      local default                            cluster
-============================  =======================================  ==============================
-GRIDLAKE_HOME                 ``<repo>/.gridlake``                     shared installs (venv, jars)
-GRIDLAKE_INSTANCE             ``demo`` (the test suite uses ``test``)  names the state folder
-GRIDLAKE_SPARK_MASTER         ``local[2]``                             ``spark://..``, ``yarn``, ``k8s://..``
-GRIDLAKE_STORAGE_ROOT         ``$GRIDLAKE_HOME/<instance>/warehouse``  ``s3a://bucket/gridlake``
-GRIDLAKE_KAFKA_BOOTSTRAP      ``127.0.0.1:9092`` (+ port offset)       the brokers
-GRIDLAKE_METASTORE_URI        (none: a Derby network server)           ``thrift://metastore:9083``
-GRIDLAKE_SHUFFLE_PARTITIONS   4                                        e.g. 400
-============================  =======================================  ==============================
+- ``GRIDLAKE_HOME``: shared installs (venvs, jars); default ``<repo>/.gridlake``.
+- ``GRIDLAKE_INSTANCE``: names the state folder; ``demo`` by default, ``test`` for the suite.
+- ``GRIDLAKE_SPARK_MASTER``: ``local[2]``; on a cluster ``spark://..``, ``yarn``, ``k8s://..``.
+- ``GRIDLAKE_STORAGE_ROOT``: ``$GRIDLAKE_HOME/<instance>/warehouse``; e.g. ``s3a://bucket/gl``.
+- ``GRIDLAKE_KAFKA_BOOTSTRAP``: ``127.0.0.1:9092`` (plus the port offset); the brokers.
+- ``GRIDLAKE_METASTORE_URI``: unset (a local Derby network server); ``thrift://host:9083``.
+- ``GRIDLAKE_SHUFFLE_PARTITIONS``: 4 locally; a few hundred on a cluster.
+- ``GRIDLAKE_SPARK_CONF``: extra ``key=value;key=value`` Spark settings (e.g. S3 credentials).
 
 Ports of the local services are shifted by ``GRIDLAKE_PORT_OFFSET`` (0 for ``demo``, 100 for
 ``test``) exactly as ``infra/env.sh`` does, so both instances can run side by side.
@@ -85,9 +82,7 @@ class Settings:
 
     @property
     def derby_jdbc_url(self) -> str:
-        return (
-            f"jdbc:derby://127.0.0.1:{self.derby_port}/metastore_db;create=true"
-        )
+        return f"jdbc:derby://127.0.0.1:{self.derby_port}/metastore_db;create=true"
 
     @property
     def jars_dir(self) -> Path:
@@ -99,7 +94,10 @@ class Settings:
         if marker.is_file():
             jars = sorted(str(p) for p in self.jars_dir.glob("*.jar"))
             return {"spark.jars": ",".join(jars)}
-        return {"spark.jars.packages": ",".join(SPARK_PACKAGES), "spark.jars.ivy": str(self.home / "ivy")}
+        return {
+            "spark.jars.packages": ",".join(SPARK_PACKAGES),
+            "spark.jars.ivy": str(self.home / "ivy"),
+        }
 
     def spark_conf(self) -> dict[str, str]:
         """Every Spark setting gridlake relies on; shared by jobs, tests and the Thrift Server."""
@@ -164,7 +162,9 @@ def get_settings() -> Settings:
     kafka_port = int(_env("GRIDLAKE_KAFKA_PORT", str(9092 + offset)))
     storage_root = _env("GRIDLAKE_STORAGE_ROOT", str(home / instance / "warehouse"))
     if env == "cluster" and storage_root.startswith(str(home)):
-        raise ValueError("GRIDLAKE_ENV=cluster needs GRIDLAKE_STORAGE_ROOT (e.g. s3a://bucket/gridlake)")
+        raise ValueError(
+            "GRIDLAKE_ENV=cluster needs GRIDLAKE_STORAGE_ROOT (e.g. s3a://bucket/gridlake)"
+        )
     extra = {}
     for item in _env("GRIDLAKE_SPARK_CONF", "").split(";"):
         if "=" in item:

@@ -20,8 +20,9 @@ def _plain(value: object) -> object:
     return value
 
 
-def run_sql(spark: SparkSession, query: str, fmt: str = "table", limit: int = 1000,
-            out: TextIO = sys.stdout) -> int:
+def run_sql(
+    spark: SparkSession, query: str, fmt: str = "table", limit: int = 1000, out: TextIO = sys.stdout
+) -> int:
     """Run ``query`` and print at most ``limit`` rows; returns the number printed."""
     df = spark.sql(query)
     columns = df.columns
@@ -49,6 +50,9 @@ def format_table(columns: list[str], rows: list[list[object]]) -> str:
     text = [[cell(v) for v in r] for r in rows]
     widths = [max([len(c)] + [len(r[i]) for r in text]) for i, c in enumerate(columns)]
     sep = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    line = lambda vals: "| " + " | ".join(v.ljust(w) for v, w in zip(vals, widths, strict=True)) + " |"  # noqa: E731
+
+    def line(vals: list[str]) -> str:
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(vals, widths, strict=True)) + " |"
+
     body = [sep, line(columns), sep, *[line(r) for r in text], sep]
     return "\n".join(body) + f"\n({len(rows)} row{'s' if len(rows) != 1 else ''})\n"

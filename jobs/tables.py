@@ -217,7 +217,9 @@ REFINE_AUDIT = Table(
         Column("input", "STRING", "jobs | nodes | network"),
         Column("bronze_rows", "BIGINT", "Bronze records read in the batch"),
         Column("clean_rows", "BIGINT", "Distinct valid records (by key) merged into silver"),
-        Column("duplicate_rows", "BIGINT", "Valid records superseded by a newer one of the same key"),
+        Column(
+            "duplicate_rows", "BIGINT", "Valid records superseded by a newer one of the same key"
+        ),
         Column("quarantined_rows", "BIGINT", "Records sent to quarantine"),
         Column("inserted_rows", "BIGINT", "Silver rows inserted by the MERGE"),
         Column("updated_rows", "BIGINT", "Silver rows updated by the MERGE (re-sent, newer)"),

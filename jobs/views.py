@@ -15,8 +15,7 @@ def create_views(spark: SparkSession, settings: Settings | None = None) -> list[
     """(Re)create every view in sql/grid/; returns their names."""
     settings = settings or get_settings()
     spark.sql(
-        "CREATE DATABASE IF NOT EXISTS grid "
-        f"LOCATION '{settings.storage_root.rstrip('/')}/grid'"
+        f"CREATE DATABASE IF NOT EXISTS grid LOCATION '{settings.storage_root.rstrip('/')}/grid'"
     )
     names = []
     for path in view_files():

@@ -124,9 +124,7 @@ def refine_jobs(spark: SparkSession, settings: Settings | None = None) -> Refine
         .load(BRONZE["jobs"].path(settings))
     )
     query = (
-        stream.writeStream.foreachBatch(
-            lambda df, n: _process_batch(spark, df, n, settings, stats)
-        )
+        stream.writeStream.foreachBatch(lambda df, n: _process_batch(spark, df, n, settings, stats))
         .option("checkpointLocation", f"{settings.checkpoint_root}/silver_jobs")
         .queryName("silver_jobs")
         .trigger(availableNow=True)

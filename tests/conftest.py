@@ -1,0 +1,146 @@
+"""Shared fixtures: one SparkSession, real services for the ``test`` instance, the demo week.
+
+The suite runs against its own instance (GRIDLAKE_INSTANCE=test: its own warehouse, metastore,
+Kafka data and ports shifted by 100), wiped at the start of each session, so it never touches the
+demo's data and every session starts from the same state. Services are started once per session
+by the project's own infra scripts and stopped by PID at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+# Before anything imports gridlake.settings (it reads the environment once).
+os.environ["GRIDLAKE_INSTANCE"] = os.environ.get("GRIDLAKE_TEST_INSTANCE", "test")
+os.environ.pop("GRIDLAKE_PORT_OFFSET", None)
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+from gridlake.settings import REPO_ROOT, get_settings
+
+INFRA = REPO_ROOT / "infra"
+DEMO_WEEK_START = date(2026, 11, 16)  # ISO week 2026-W47
+REALDATA = REPO_ROOT.parent / "shared" / "realdata"
+
+
+def infra(script: str, action: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run an infra script of the test instance; raise with its output on failure."""
+    proc = subprocess.run(
+        ["bash", str(INFRA / script), action, *args],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=900,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"infra/{script} {action} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
+    return proc
+
+
+@pytest.fixture(scope="session")
+def settings():
+    return get_settings()
+
+
+@pytest.fixture(scope="session")
+def fresh_state(settings) -> Path:
+    """Stop leftovers of an earlier session (by PID) and wipe the test instance's state."""
+    for script in ("superset.sh", "thrift.sh", "kafka.sh", "derby.sh"):
+        if (INFRA / script).exists():
+            infra(script, "stop")
+    keep = {"screenshots"}
+    if settings.state.exists():
+        for child in settings.state.iterdir():
+            if child.name not in keep:
+                shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
+    settings.state.mkdir(parents=True, exist_ok=True)
+    return settings.state
+
+
+@pytest.fixture(scope="session")
+def derby(fresh_state) -> Iterator[None]:
+    infra("derby.sh", "start")
+    yield
+    infra("derby.sh", "stop")
+
+
+@pytest.fixture(scope="session")
+def kafka(fresh_state) -> Iterator[str]:
+    infra("kafka.sh", "start")
+    yield get_settings().kafka_bootstrap
+    infra("kafka.sh", "stop")
+
+
+@pytest.fixture(scope="session")
+def spark(derby):
+    """The one SparkSession of the test session (local[2], 4 shuffle partitions, UI off)."""
+    from gridlake.spark import get_spark
+
+    session = get_spark(app_name="gridlake-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_week(tmp_path_factory):
+    """The demo week (2026-W47) written as canonical JSON lines."""
+    from gridlake.sources.demo import generate_week, write_week
+
+    week = generate_week(DEMO_WEEK_START, seed=7)
+    paths = write_week(tmp_path_factory.mktemp("demo"), week)
+    return week, paths
+
+
+@pytest.fixture(scope="session")
+def jobs_published(kafka, demo_week):
+    """The demo week published to grid.jobs, grid.nodes and grid.network."""
+    from gridlake.publish import publish_files
+
+    week, paths = demo_week
+    for kind in ("jobs", "nodes", "network"):
+        report = publish_files(f"grid.{kind}", [paths[kind]], progress=False)
+        assert report.ok, report.problems
+        assert report.published == len(getattr(week, kind))
+    return week, paths
+
+
+@pytest.fixture(scope="session")
+def gold_demo(spark, jobs_published):
+    """The demo week through the whole pipeline: bronze, silver, gold and the grid views."""
+    from gridlake.bronze.ingest import ingest
+    from gridlake.gold.analyze import analyze
+    from gridlake.silver.refine import refine_jobs
+    from gridlake.tables import ensure_all
+    from gridlake.views import create_views
+
+    ensure_all(spark)
+    ingest(spark)
+    refine_jobs(spark)
+    analyze(spark)
+    create_views(spark)
+    return jobs_published[0]
+
+
+@pytest.fixture(scope="session")
+def thrift(derby, gold_demo) -> Iterator[int]:
+    """The Spark Thrift Server of the test instance, serving the demo week's tables."""
+    infra("thrift.sh", "start")
+    yield get_settings().thrift_port
+    infra("thrift.sh", "stop")
+
+
+def gridlake_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """Run the gridlake console script of the main venv for the test instance."""
+    exe = get_settings().home / "venv" / "bin" / "gridlake"
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env=os.environ.copy(), timeout=timeout
+    )

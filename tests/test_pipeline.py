@@ -1,0 +1,328 @@
+"""The pipeline end to end against a real Kafka broker, real Spark and real Delta tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections import defaultdict
+from datetime import date, datetime, timedelta
+
+import pytest
+from pyspark.sql import functions as F
+
+from gridlake.settings import get_settings
+from gridlake.tables import (
+    BRONZE,
+    GOLD_SITE_EFFICIENCY_WEEKLY,
+    QUARANTINE_JOBS,
+    REFINE_AUDIT,
+    SILVER_JOBS,
+)
+
+from .conftest import gridlake_cli
+from .test_validate import GOOD
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _table(spark, table):
+    return spark.read.format("delta").load(table.path())
+
+
+def _watermark_total(bootstrap: str, topic: str) -> int:
+    """Records on a topic according to the broker (sum of high - low watermarks)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{uuid.uuid4()}"})
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        total = 0
+        for p in parts:
+            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            total += high - low
+        return total
+    finally:
+        c.close()
+
+
+def test_crash_mid_ingest_then_restart_is_exactly_once(spark, kafka, jobs_published) -> None:
+    """SIGKILL `gridlake ingest` after its first committed micro-batch, restart, count."""
+    from gridlake.publish import publish_files
+
+    _week, paths = jobs_published
+    # Publish the node samples once more: a re-send, as an agent retrying would do.
+    report = publish_files("grid.nodes", [paths["nodes"]], progress=False)
+    assert report.ok
+    expected = _watermark_total(kafka, "grid.nodes")
+
+    commits = get_settings().checkpoint_root.removeprefix("file:")
+    commits_dir = f"{commits}/bronze_nodes/commits"
+    before = set(os.listdir(commits_dir)) if os.path.isdir(commits_dir) else set()
+    exe = str(get_settings().home / "venv" / "bin" / "gridlake")
+    proc = subprocess.Popen(
+        [exe, "ingest", "--inputs", "nodes", "--max-offsets", "400"],
+        env=os.environ.copy(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            now = set(os.listdir(commits_dir)) if os.path.isdir(commits_dir) else set()
+            if {n for n in now - before if n.isdigit()}:
+                break
+            assert proc.poll() is None, "ingest ended before its first commit"
+            time.sleep(0.2)
+        else:
+            pytest.fail("no micro-batch committed within 300 s")
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+    partial = _table(spark, BRONZE["nodes"]).count()
+    assert partial < expected, "the kill came after the whole run: the test proved nothing"
+
+    restart = gridlake_cli("ingest", "--inputs", "nodes", "--max-offsets", "5000")
+    assert restart.returncode == 0, restart.stderr[-3000:]
+
+    bronze = _table(spark, BRONZE["nodes"])
+    total = bronze.count()
+    distinct = bronze.select("partition", "offset").distinct().count()
+    assert total == expected
+    assert distinct == total
+
+
+def _bad_input_lines(tag: str) -> tuple[list[str], dict[str, int]]:
+    def job(i: int, **over: object) -> dict[str, object]:
+        return {**GOOD, "job_id": f"{tag}-{i}", "site": "TEST-BADINPUT", **over}
+
+    lines = [
+        json.dumps(job(1)),
+        json.dumps(job(2, status="failed", exit_code=137, failure_mode="memory")),
+        json.dumps(job(3)),
+        "{this is not json",  # invalid JSON
+        '["an", "array"]',  # JSON, but not an object
+        json.dumps(job(4, cores="eight")),  # wrong type
+        json.dumps(job(5, wall_seconds="long")),  # wrong type
+        json.dumps({k: v for k, v in job(6).items() if k != "host"}),  # missing required
+        json.dumps({k: v for k, v in job(7).items() if k not in ("site", "vo")}),  # two missing
+        json.dumps(job(8, wall_seconds=-30.0)),  # negative wall time
+        json.dumps(job(9, end_time="2026-11-16T08:00:00Z")),  # end before start
+        json.dumps(job(1, cpu_user_seconds=40000.0)),  # re-sent job 1, newer: must win
+        json.dumps(job(3)),  # re-sent job 3, identical
+        json.dumps(job(10, cpu_user_seconds=8 * 7199.5 * 1.2)),  # outlier: kept, flagged
+        json.dumps(job(11, cores=1, cpu_user_seconds=7199.5 * 1.5, cpu_system_seconds=0)),  # out
+    ]
+    expected = {"dead": 2, "quarantine": 6, "clean": 5, "duplicates": 2, "outliers": 2}
+    assert sum(v for k, v in expected.items() if k != "outliers") == len(lines)
+    return lines, expected
+
+
+def test_bad_input_ends_exactly_once_in_silver_quarantine_or_deadletter(
+    spark, kafka, tmp_path
+) -> None:
+    from gridlake.bronze.ingest import ingest
+    from gridlake.silver.refine import refine_jobs
+
+    tag = f"bad-{uuid.uuid4().hex[:8]}"
+    lines, want = _bad_input_lines(tag)
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+
+    pub = gridlake_cli("publish", "--quiet", "--topic", "grid.jobs", str(path))
+    assert pub.returncode == 1, "dead-lettered lines must make publish exit non-zero"
+    assert f"{path}:4: invalid JSON" in pub.stderr
+    assert f"{path}:5: invalid JSON: expected an object" in pub.stderr
+    assert f"{len(lines) - want['dead']} published, {want['dead']} dead-lettered" in pub.stdout
+
+    ingest(spark, ("jobs", "deadletter"))
+    refine_jobs(spark)
+
+    silver = _table(spark, SILVER_JOBS).filter(F.col("job_id").startswith(tag + "-"))
+    quarantine = _table(spark, QUARANTINE_JOBS).filter(F.col("raw").contains(f'"{tag}-'))
+    dead = (
+        _table(spark, BRONZE["deadletter"])
+        .select(
+            F.from_json("value", "source_file string, line_number int, reason string").alias("d")
+        )
+        .select("d.*")
+        .filter(F.col("source_file") == str(path))
+    )
+
+    assert silver.count() == want["clean"]
+    assert silver.select("job_id").distinct().count() == want["clean"]
+    assert quarantine.count() == want["quarantine"]
+    assert dead.count() == want["dead"]
+    # every line accounted for exactly once
+    assert silver.count() + want["duplicates"] + quarantine.count() + dead.count() == len(lines)
+
+    assert sorted(r.line_number for r in dead.collect()) == [4, 5]
+    reasons = {json.loads(r.raw)["job_id"]: r.reason for r in quarantine.collect()}
+    assert reasons[f"{tag}-4"] == "wrong type: cores (expected integer)"
+    assert reasons[f"{tag}-5"] == "wrong type: wall_seconds (expected number)"
+    assert reasons[f"{tag}-6"] == "missing required field: host"
+    assert set(reasons[f"{tag}-7"].split("; ")) == {
+        "missing required field: vo",
+        "missing required field: site",
+    }
+    assert reasons[f"{tag}-8"] == "out of range: wall_seconds < 0"
+    assert reasons[f"{tag}-9"] == "end_time before start_time"
+
+    by_id = {r.job_id: r for r in silver.collect()}
+    assert by_id[f"{tag}-1"].cpu_user_seconds == 40000.0  # the re-sent, newer record won
+    assert {j for j, r in by_id.items() if r.is_outlier} == {f"{tag}-10", f"{tag}-11"}
+
+
+def _expected_gold(jobs: list[dict]) -> dict[tuple[date, str, str], dict[str, float]]:
+    """An independent computation of gold.site_efficiency_weekly from the canonical records."""
+    acc: dict[tuple[date, str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for j in jobs:
+        end = datetime.fromisoformat(j["end_time"].replace("Z", "+00:00"))
+        monday = end.date() - timedelta(days=end.weekday())
+        a = acc[(monday, j["site"], j["vo"])]
+        alloc = j["wall_seconds"] * j["cores"]
+        cpu = j["cpu_user_seconds"] + j["cpu_system_seconds"]
+        a["jobs"] += 1
+        a["core_hours"] += alloc / 3600
+        a["cpu_hours"] += cpu / 3600
+        a["outlier_jobs"] += cpu > alloc * 1.05
+        if j["status"] == "failed":
+            a["failed_jobs"] += 1
+            a["wasted_core_hours"] += alloc / 3600
+        else:
+            a["good_cpu_hours"] += cpu / 3600
+    return acc
+
+
+def test_gold_matches_an_independent_computation_of_the_demo_week(spark, gold_demo) -> None:
+    week = gold_demo
+    expected = _expected_gold(week.jobs)
+    sites = {j["site"] for j in week.jobs}
+    got = {
+        (r.week, r.site, r.vo): r
+        for r in _table(spark, GOLD_SITE_EFFICIENCY_WEEKLY)
+        .filter(F.col("site").isin(*sites))
+        .collect()
+    }
+    assert set(got) == set(expected)
+    for key, e in expected.items():
+        g = got[key]
+        assert g.jobs == e["jobs"], key
+        assert g.failed_jobs == e["failed_jobs"], key
+        assert g.outlier_jobs == e["outlier_jobs"], key
+        assert g.core_hours == pytest.approx(e["core_hours"], rel=1e-9)
+        assert g.cpu_hours == pytest.approx(e["cpu_hours"], rel=1e-9)
+        assert g.cpu_efficiency == pytest.approx(e["cpu_hours"] / e["core_hours"], rel=1e-9)
+        assert g.good_cpu_over_all_wall == pytest.approx(
+            e["good_cpu_hours"] / e["core_hours"], rel=1e-9
+        )
+        assert g.wasted_core_hours == pytest.approx(e["wasted_core_hours"], rel=1e-9)
+    # the planted slow-storage site is visibly less efficient than the others
+    slow = week.truth["slow_storage_site"]
+    eff = defaultdict(lambda: [0.0, 0.0])
+    for (_, site, _), e in expected.items():
+        eff[site][0] += e["cpu_hours"]
+        eff[site][1] += e["core_hours"]
+    assert min(eff, key=lambda s: eff[s][0] / eff[s][1]) == slow
+
+
+def test_every_refine_batch_reconciles(spark, gold_demo) -> None:
+    audit = _table(spark, REFINE_AUDIT).collect()
+    assert audit, "refine wrote no audit rows"
+    for a in audit:
+        assert a.bronze_rows == a.clean_rows + a.duplicate_rows + a.quarantined_rows, a
+    assert sum(a.bronze_rows for a in audit) == _table(spark, BRONZE["jobs"]).count()
+
+
+def test_rerun_and_replay_change_nothing(spark, gold_demo) -> None:
+    from gridlake.gold.analyze import analyze
+    from gridlake.silver.refine import RefineStats, _process_batch, refine_jobs
+
+    silver_before = _table(spark, SILVER_JOBS).count()
+    quarantine_before = _table(spark, QUARANTINE_JOBS).count()
+    gold_before = sorted(_table(spark, GOLD_SITE_EFFICIENCY_WEEKLY).collect())
+
+    assert refine_jobs(spark).batches == 0  # nothing new in bronze
+
+    # A crash after the writes but before the checkpoint commit replays batch 0: the Delta
+    # idempotent-writer options skip the appends, and the MERGE updates nothing.
+    stats = RefineStats()
+    _process_batch(spark, _table(spark, BRONZE["jobs"]), 0, get_settings(), stats)
+    assert stats.audit[0]["inserted_rows"] == 0
+    assert stats.audit[0]["updated_rows"] == 0
+
+    analyze(spark)
+    assert _table(spark, SILVER_JOBS).count() == silver_before
+    assert _table(spark, QUARANTINE_JOBS).count() == quarantine_before
+    assert sorted(_table(spark, GOLD_SITE_EFFICIENCY_WEEKLY).collect()) == gold_before
+
+
+def test_sql_cli_prints_json_and_csv(gold_demo) -> None:
+    week = gold_demo
+    per_site: dict[str, int] = defaultdict(int)
+    for j in week.jobs:
+        per_site[j["site"]] += 1
+    sites = ", ".join(f"'{s}'" for s in sorted(per_site))
+    query = (
+        "SELECT site, CAST(sum(jobs) AS INT) AS jobs FROM grid.site_efficiency_weekly "
+        f"WHERE site IN ({sites}) GROUP BY site ORDER BY site"
+    )
+    out = gridlake_cli("sql", query, "--format", "json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert {r["site"]: r["jobs"] for r in rows} == dict(per_site)
+
+    csv_out = gridlake_cli("sql", query, "--format", "csv")
+    assert csv_out.returncode == 0
+    lines = [ln for ln in csv_out.stdout.splitlines() if ln]
+    assert lines[0] == "site,jobs"
+    assert len(lines) == 1 + len(per_site)
+
+
+def test_thrift_server_serves_the_warehouse_to_pyhive(spark, thrift) -> None:
+    from pyhive import hive
+
+    conn = hive.connect(host="127.0.0.1", port=thrift, username="gridlake")
+    try:
+        cur = conn.cursor()
+        cur.execute("SELECT count(*) FROM grid.jobs")
+        (n,) = cur.fetchone()
+        assert n == _table(spark, SILVER_JOBS).count()
+        cur.execute("DESCRIBE grid.site_efficiency_weekly")
+        comments = {row[0]: row[2] for row in cur.fetchall()}
+        assert comments["cpu_efficiency"] == "cpu_hours / core_hours"
+    finally:
+        conn.close()
+
+
+def test_services_listen_on_loopback_only(thrift, kafka) -> None:
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    run_dir = get_settings().state / "run"
+    pids = {int(p.read_text()) for p in run_dir.glob("*.pid")}
+    assert pids, "no service PID files"
+
+    def descendants(pid: int) -> set[int]:
+        found = {pid}
+        for child in subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True
+        ).stdout.split():
+            found |= descendants(int(child))
+        return found
+
+    ours = set().union(*(descendants(p) for p in pids))
+    checked = 0
+    for line in out.splitlines():
+        fields = line.split()
+        local = fields[3]
+        owners = {int(x) for x in __import__("re").findall(r"pid=(\d+)", line)}
+        if owners & ours:
+            checked += 1
+            host = local.rsplit(":", 1)[0]
+            assert host in ("127.0.0.1", "[::ffff:127.0.0.1]", "[::1]"), line
+    assert checked >= 3  # derby, kafka (broker + controller), thrift

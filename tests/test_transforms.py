@@ -1,0 +1,103 @@
+"""Pure transforms on small DataFrames, against hand-worked answers."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import pytest
+from pyspark.sql import Row
+
+from gridlake.gold.site_efficiency import site_efficiency_weekly
+from gridlake.silver.jobs import derive_job_columns, latest_per_key
+from gridlake.tables import GOLD_SITE_EFFICIENCY_WEEKLY
+
+SILVER_COLS = "site string, vo string, week date, status string, is_outlier boolean, cores_wall_seconds double, cpu_seconds double"  # noqa: E501
+
+
+def test_site_efficiency_weekly_matches_hand_computation(spark) -> None:
+    w46, w47 = date(2026, 11, 9), date(2026, 11, 16)
+    rows = [
+        # site A, atlas, week 47: three attempts
+        ("A", "atlas", w47, "success", False, 8 * 3600.0, 7 * 3600.0),  # 8 core-h, 7 cpu-h
+        ("A", "atlas", w47, "failed", False, 2 * 3600.0, 0.5 * 3600.0),  # 2 core-h wasted
+        ("A", "atlas", w47, "success", True, 1 * 3600.0, 1.5 * 3600.0),  # outlier, still counted
+        # site A, cms, week 47: one attempt
+        ("A", "cms", w47, "success", False, 4 * 3600.0, 2 * 3600.0),
+        # site B, atlas, week 46: only a failure
+        ("B", "atlas", w46, "failed", False, 10 * 3600.0, 9 * 3600.0),
+    ]
+    jobs = spark.createDataFrame(rows, SILVER_COLS)
+    out = {
+        (r.site, r.vo, r.week): r
+        for r in GOLD_SITE_EFFICIENCY_WEEKLY.conform(site_efficiency_weekly(jobs)).collect()
+    }
+    assert set(out) == {("A", "atlas", w47), ("A", "cms", w47), ("B", "atlas", w46)}
+
+    a = out[("A", "atlas", w47)]
+    assert (a.jobs, a.failed_jobs, a.outlier_jobs) == (3, 1, 1)
+    assert a.core_hours == pytest.approx(11.0)  # 8 + 2 + 1
+    assert a.cpu_hours == pytest.approx(9.0)  # 7 + 0.5 + 1.5
+    assert a.cpu_efficiency == pytest.approx(9.0 / 11.0)  # ratio of sums, not mean of ratios
+    assert a.good_cpu_over_all_wall == pytest.approx(8.5 / 11.0)  # (7 + 1.5) / 11
+    assert a.wasted_core_hours == pytest.approx(2.0)
+
+    c = out[("A", "cms", w47)]
+    assert (c.jobs, c.failed_jobs, c.outlier_jobs) == (1, 0, 0)
+    assert c.cpu_efficiency == pytest.approx(0.5)
+    assert c.wasted_core_hours == pytest.approx(0.0)
+
+    b = out[("B", "atlas", w46)]
+    assert b.cpu_efficiency == pytest.approx(0.9)
+    assert b.good_cpu_over_all_wall == pytest.approx(0.0)  # no successful job
+    assert b.wasted_core_hours == pytest.approx(10.0)
+
+
+def test_zero_wall_time_gives_null_efficiency_not_an_error(spark) -> None:
+    jobs = spark.createDataFrame(
+        [("A", "atlas", date(2026, 11, 16), "failed", False, 0.0, 0.0)], SILVER_COLS
+    )
+    (row,) = site_efficiency_weekly(jobs).collect()
+    assert row.cpu_efficiency is None
+    assert row.core_hours == 0.0
+
+
+def test_derived_job_columns(spark) -> None:
+    schema = (
+        "job_id string, cores long, wall_seconds double, cpu_user_seconds double, "
+        "cpu_system_seconds double, end_time timestamp"
+    )
+    df = spark.createDataFrame(
+        [
+            # Sunday 23:59 belongs to the ISO week starting Monday 2026-11-16
+            ("normal", 8, 1000.0, 6000.0, 400.0, datetime(2026, 11, 22, 23, 59)),
+            # exactly at the 5% tolerance: not an outlier
+            ("edge", 1, 1000.0, 1050.0, 0.0, datetime(2026, 11, 23, 0, 0)),
+            # above it: outlier
+            ("over", 1, 1000.0, 1000.0, 51.0, datetime(2026, 11, 16, 0, 0)),
+            ("zero", 4, 0.0, 0.0, 0.0, datetime(2026, 11, 16, 0, 0)),
+        ],
+        schema,
+    )
+    out = {r.job_id: r for r in derive_job_columns(df).collect()}
+    assert out["normal"].cpu_seconds == 6400.0
+    assert out["normal"].cores_wall_seconds == 8000.0
+    assert out["normal"].cpu_efficiency == pytest.approx(0.8)
+    assert out["normal"].week == date(2026, 11, 16)
+    assert out["edge"].week == date(2026, 11, 23)
+    assert out["edge"].is_outlier is False
+    assert out["over"].is_outlier is True
+    assert out["zero"].cpu_efficiency is None
+
+
+def test_latest_per_key_keeps_newest_record(spark) -> None:
+    t0, t1 = datetime(2026, 11, 16, 8), datetime(2026, 11, 16, 9)
+    df = spark.createDataFrame(
+        [
+            Row(job_id="j1", _kafka_timestamp=t0, _kafka_offset=1, v="old"),
+            Row(job_id="j1", _kafka_timestamp=t1, _kafka_offset=7, v="new"),
+            Row(job_id="j1", _kafka_timestamp=t1, _kafka_offset=5, v="same-time-earlier-offset"),
+            Row(job_id="j2", _kafka_timestamp=t0, _kafka_offset=2, v="only"),
+        ]
+    )
+    out = {r.job_id: r.v for r in latest_per_key(df, "job_id").collect()}
+    assert out == {"j1": "new", "j2": "only"}
