@@ -1,0 +1,105 @@
+"""Superset configuration for gridlake (loaded through SUPERSET_CONFIG_PATH by infra/superset.sh).
+
+Kept free of Superset imports at module level: this file is read while Superset's own config
+module is being imported, and importing Superset from here (e.g. its time grain constants)
+crashes the gunicorn workers with a circular import.
+"""
+
+from __future__ import annotations
+
+import os
+
+# --- secrets and metadata database --------------------------------------------------------------
+# infra/superset.sh generates the key once into $GRIDLAKE_STATE/secrets/superset.env and exports it.
+SECRET_KEY = os.environ.get("SUPERSET_SECRET_KEY", "")
+if not SECRET_KEY:
+    raise RuntimeError(
+        "SUPERSET_SECRET_KEY is not set: start Superset with infra/superset.sh, which makes one"
+    )
+
+DATA_DIR = os.environ.get("SUPERSET_HOME") or os.path.expanduser("~/.superset")
+SQLALCHEMY_DATABASE_URI = (
+    f"sqlite:///{os.path.join(DATA_DIR, 'superset.db')}?check_same_thread=false"
+)
+
+# --- web security: the defaults, stated explicitly ----------------------------------------------
+WTF_CSRF_ENABLED = True
+WTF_CSRF_TIME_LIMIT = 60 * 60 * 24 * 7
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+PREVENT_UNSAFE_DB_CONNECTIONS = True
+
+# No example data: infra/superset.sh never runs `superset load-examples`, and `superset init`
+# does not load them.
+
+# --- features -----------------------------------------------------------------------------------
+# Native dashboard filters, cross filters and row level security are always on in Superset 6.x
+# (their old flags DASHBOARD_NATIVE_FILTERS / ROW_LEVEL_SECURITY were removed once GA);
+# what is listed here is what gridlake switches on beyond the defaults.
+FEATURE_FLAGS = {
+    "DRILL_TO_DETAIL": True,
+    "DRILL_BY": True,
+    "ALERT_REPORTS": False,
+    "THUMBNAILS": False,
+}
+
+# SQL Lab runs queries synchronously: no Celery worker or results backend runs here.
+SQLLAB_ASYNC_TIME_LIMIT_SEC = 300
+SUPERSET_WEBSERVER_TIMEOUT = 120
+SQLLAB_TIMEOUT = 120
+ROW_LIMIT = 50000
+
+# --- Spark SQL through hive:// ------------------------------------------------------------------
+# Superset's Hive engine spec truncates weeks with from_unixtime(..., 'u'), which Spark 3+ rejects
+# ("Fail to recognize 'u' pattern"). Spark has date_trunc: weeks start on Monday, like the
+# `week` column of the gold tables. Written out here on purpose (see the module docstring).
+TIME_GRAIN_ADDON_EXPRESSIONS = {
+    "hive": {
+        "PT1S": "date_trunc('second', {col})",
+        "PT1M": "date_trunc('minute', {col})",
+        "PT1H": "date_trunc('hour', {col})",
+        "P1D": "date_trunc('day', {col})",
+        "P1W": "date_trunc('week', {col})",
+        "P1M": "date_trunc('month', {col})",
+        "P3M": "date_trunc('quarter', {col})",
+        "P1Y": "date_trunc('year', {col})",
+        # week ending Saturday / week starting Sunday
+        "P1W/1970-01-03T00:00:00Z": (
+            "date_trunc('week', {col} + interval '1 day') + interval '5 days'"
+        ),
+        "1969-12-28T00:00:00Z/P1W": (
+            "date_trunc('week', {col} + interval '1 day') - interval '1 day'"
+        ),
+    }
+}
+
+
+def _spark_name(row) -> str:
+    """Spark's SHOW TABLES/VIEWS: (namespace, tableName, isTemporary); Hive's: (tab_name,)."""
+    return row[1] if len(row) >= 2 else row[0]
+
+
+def FLASK_APP_MUTATOR(app):
+    """Make table and view listings read the name column of Spark's answer, not the database."""
+    from pyhive.sqlalchemy_hive import HiveDialect
+    from sqlalchemy import text
+    from superset.db_engine_specs.hive import HiveEngineSpec
+
+    def get_table_names(self, connection, schema=None, **kw):
+        query = "SHOW TABLES"
+        if schema:
+            query += " IN " + self.identifier_preparer.quote_identifier(schema)
+        return [_spark_name(row) for row in connection.execute(text(query))]
+
+    def get_view_names(cls, database, inspector, schema):
+        sql = "SHOW VIEWS"
+        if schema:
+            sql += f" IN `{schema}`"
+        with database.get_raw_connection(schema=schema) as conn:
+            cursor = conn.cursor()
+            cursor.execute(sql)
+            return {_spark_name(row) for row in cursor.fetchall()}
+
+    HiveDialect.get_table_names = get_table_names
+    HiveEngineSpec.get_view_names = classmethod(get_view_names)
+    return app
