@@ -6,7 +6,11 @@ export GRIDLAKE_REPO
 export GRIDLAKE_HOME="${GRIDLAKE_HOME:-$GRIDLAKE_REPO/.gridlake}"
 export GRIDLAKE_INSTANCE="${GRIDLAKE_INSTANCE:-demo}"
 if [ -z "${GRIDLAKE_PORT_OFFSET:-}" ]; then
-  case "$GRIDLAKE_INSTANCE" in demo) GRIDLAKE_PORT_OFFSET=0 ;; test) GRIDLAKE_PORT_OFFSET=100 ;; *) GRIDLAKE_PORT_OFFSET=200 ;; esac
+  case "$GRIDLAKE_INSTANCE" in
+    demo) GRIDLAKE_PORT_OFFSET=0 ;;
+    test) GRIDLAKE_PORT_OFFSET=100 ;;
+    *) echo "[gridlake] instance '$GRIDLAKE_INSTANCE' needs GRIDLAKE_PORT_OFFSET (e.g. 200, 300): two instances must not share ports" >&2; exit 2 ;;
+  esac
 fi
 export GRIDLAKE_PORT_OFFSET
 export GRIDLAKE_STATE="$GRIDLAKE_HOME/$GRIDLAKE_INSTANCE"

@@ -110,6 +110,7 @@ class Settings:
             "spark.sql.session.timeZone": "UTC",
             "spark.sql.json.enablePartialResults": "true",
             "spark.ui.showConsoleProgress": "false",
+            "spark.sql.debug.maxToStringFields": "500",
             "spark.databricks.delta.schema.autoMerge.enabled": "false",
             "spark.databricks.delta.snapshotPartitions": "2",
             "spark.hadoop.hive.metastore.schema.verification": "false",
@@ -158,7 +159,11 @@ def get_settings() -> Settings:
         raise ValueError(f"GRIDLAKE_ENV must be 'local' or 'cluster', not {env!r}")
     home = Path(_env("GRIDLAKE_HOME", str(REPO_ROOT / ".gridlake"))).resolve()
     instance = _env("GRIDLAKE_INSTANCE", "demo")
-    offset = int(_env("GRIDLAKE_PORT_OFFSET", str(_DEFAULT_OFFSETS.get(instance, 200))))
+    if instance not in _DEFAULT_OFFSETS and not os.environ.get("GRIDLAKE_PORT_OFFSET"):
+        raise ValueError(
+            f"instance {instance!r} needs GRIDLAKE_PORT_OFFSET: two instances must not share ports"
+        )
+    offset = int(_env("GRIDLAKE_PORT_OFFSET", str(_DEFAULT_OFFSETS.get(instance, 0))))
     kafka_port = int(_env("GRIDLAKE_KAFKA_PORT", str(9092 + offset)))
     storage_root = _env("GRIDLAKE_STORAGE_ROOT", str(home / instance / "warehouse"))
     if env == "cluster" and storage_root.startswith(str(home)):

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# airflow.sh install|init|dags-test DAG [DATE]|status|run ARGS...|python FILE ARGS...
+#   install    own venv in $GRIDLAKE_AIRFLOW_VENV from infra/airflow-lock.txt (resolves and writes
+#              the lock first when it is missing or its spec line differs from AIRFLOW_SPEC below)
+#   init       install, then `airflow db migrate` of the SQLite metadata DB (once per lock: a stamp
+#              holding the lock's hash skips it, so a new lock migrates every instance again)
+#   dags-test  init, then `airflow dags test DAG DATE` (DATE defaults to today, UTC); exits non-zero
+#              when the run does not end in state "success"
+#   status     venv, metadata DB and secrets at a glance
+#   run        any airflow command with gridlake's environment, e.g. `run tasks states-for-dag-run ..`
+#   python     the Airflow venv's python with that environment (no DB needed), e.g. the DAG checks
+# Airflow never shares a venv with Spark or Superset: tasks call the gridlake CLI of the main venv
+# ($GRIDLAKE_CLI). No web server is started here: `dags test` runs the tasks in-process.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+
+AIRFLOW_SPEC="apache-airflow==3.3.2 pandas>=2.2,<3"
+LOCK="$GRIDLAKE_REPO/infra/airflow-lock.txt"
+VENV="$GRIDLAKE_AIRFLOW_VENV"
+SECRETS="$GRIDLAKE_STATE/secrets/airflow.env"
+
+# --- environment of every airflow call -------------------------------------------------------
+airflow_env() {
+  export AIRFLOW_HOME="$GRIDLAKE_STATE/airflow"
+  export AIRFLOW__CORE__DAGS_FOLDER="$GRIDLAKE_REPO/dags"
+  export AIRFLOW__CORE__LOAD_EXAMPLES=False
+  export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///$AIRFLOW_HOME/airflow.db"
+  # Two cores: one task at a time is plenty (the tasks are Spark jobs, each with local[2]).
+  export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-2}"
+  export AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG=1
+  export AIRFLOW__API__HOST=127.0.0.1
+  export AIRFLOW__API__PORT="$((8080 + GRIDLAKE_PORT_OFFSET))"
+  export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$AIRFLOW__API__PORT/execution/"
+  export AIRFLOW__LOGGING__BASE_LOG_FOLDER="$AIRFLOW_HOME/logs"
+  export GRIDLAKE_CLI="${GRIDLAKE_CLI:-$GRIDLAKE_VENV/bin/gridlake}"
+  export PATH="$VENV/bin:$GRIDLAKE_VENV/bin:$PATH"
+  mkdir -p "$AIRFLOW_HOME"
+  # Without a config file Airflow writes one full of defaults (host 0.0.0.0, load_examples True,
+  # keys of its own) that these variables override: misleading to read, so write a pointer instead.
+  [ -f "$AIRFLOW_HOME/airflow.cfg" ] \
+    || echo "# Set by environment variables: see infra/airflow.sh (airflow_env)." > "$AIRFLOW_HOME/airflow.cfg"
+  ensure_secrets
+  set -a
+  # shellcheck disable=SC1090
+  source "$SECRETS"
+  set +a
+}
+
+# Secrets generated once per instance, never a default: JWT signing key of the API server, the
+# Flask secret key and the Fernet key that encrypts connections in the metadata DB.
+ensure_secrets() {
+  [ -s "$SECRETS" ] && return 0
+  mkdir -p "$(dirname "$SECRETS")"
+  chmod 700 "$(dirname "$SECRETS")"
+  (
+    umask 077
+    py="$VENV/bin/python"
+    [ -x "$py" ] || py=python3
+    "$py" - > "$SECRETS.tmp" <<'PY'
+import base64, secrets
+print(f"AIRFLOW__API_AUTH__JWT_SECRET={secrets.token_urlsafe(48)}")
+print(f"AIRFLOW__API__SECRET_KEY={secrets.token_urlsafe(48)}")
+print(f"AIRFLOW__CORE__FERNET_KEY={base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()}")
+PY
+    mv "$SECRETS.tmp" "$SECRETS"
+  )
+  chmod 600 "$SECRETS"
+  log "airflow: generated secrets in $SECRETS"
+}
+
+airflow_cmd() { airflow_env; "$VENV/bin/airflow" "$@"; }
+
+# --- install -----------------------------------------------------------------------------------
+lock_spec_ok() { [ -f "$LOCK" ] && [ "$(head -n1 "$LOCK")" = "# spec: $AIRFLOW_SPEC" ]; }
+
+install() {
+  local stamp="$VENV/.gridlake-stamp" want
+  if lock_spec_ok; then
+    want="$(sha256sum "$LOCK" | cut -c1-16)"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
+  fi
+  local t0=$SECONDS
+  # Resolving anew starts from an empty venv, so the frozen lock holds nothing left over.
+  lock_spec_ok || rm -rf "$VENV"
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --upgrade pip setuptools wheel
+  if lock_spec_ok; then
+    log "airflow: installing $VENV from infra/airflow-lock.txt (about a minute)"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$LOCK"
+  else
+    log "airflow: resolving $AIRFLOW_SPEC into $VENV, then writing infra/airflow-lock.txt (a few minutes)"
+    # shellcheck disable=SC2086  # the spec is a list of requirements
+    "$VENV/bin/pip" install -q --disable-pip-version-check $AIRFLOW_SPEC
+    {
+      echo "# spec: $AIRFLOW_SPEC"
+      echo "# Written by infra/airflow.sh install (pip freeze); delete this file to re-resolve."
+      "$VENV/bin/pip" freeze --disable-pip-version-check --exclude-editable | LC_ALL=C sort -f
+    } > "$LOCK.tmp"
+    mv "$LOCK.tmp" "$LOCK"
+    want="$(sha256sum "$LOCK" | cut -c1-16)"
+  fi
+  "$VENV/bin/pip" check --disable-pip-version-check > /dev/null || die "airflow venv: pip check failed"
+  echo "$want" > "$stamp"
+  log "airflow: venv ready in $((SECONDS - t0)) s ($("$VENV/bin/airflow" version 2>/dev/null | tail -n1))"
+}
+
+# --- init --------------------------------------------------------------------------------------
+init() {
+  install
+  airflow_env
+  local stamp="$AIRFLOW_HOME/.gridlake-migrated" want
+  want="$(sha256sum "$LOCK" | cut -c1-16)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$AIRFLOW_HOME/airflow.db" ]; then
+    return 0
+  fi
+  local t0=$SECONDS
+  log "airflow: migrating the metadata DB $AIRFLOW_HOME/airflow.db"
+  "$VENV/bin/airflow" db migrate > "$GRIDLAKE_LOGS/airflow-db-migrate.log" 2>&1 \
+    || { tail -n 30 "$GRIDLAKE_LOGS/airflow-db-migrate.log" >&2; die "airflow db migrate failed"; }
+  echo "$want" > "$stamp"
+  log "airflow: metadata DB ready in $((SECONDS - t0)) s"
+}
+
+# --- dags-test ---------------------------------------------------------------------------------
+dags_test() {
+  local dag="${1:?usage: airflow.sh dags-test DAG [DATE]}" date="${2:-$(date -u +%Y-%m-%d)}"
+  init
+  airflow_env
+  local out="$GRIDLAKE_LOGS/airflow-dags-test-$dag.log" rc=0 state
+  log "airflow: dags test $dag $date (GRIDLAKE_CLI=$GRIDLAKE_CLI; output also in $out)"
+  "$VENV/bin/airflow" dags test "$dag" "$date" 2>&1 | tee "$out" || rc=$?
+  # Airflow 3.3.2 exits 1 ("DagRun failed") when the run ends failed, after the retries. Belt and
+  # braces against a future change: a run logged as finished in any state but success fails too.
+  state="$(grep -oE 'DagRun Finished: .* state=[a-z_]+' "$out" | tail -n1 | grep -oE '[a-z_]+$' || true)"
+  if [ "$rc" -eq 0 ] && [ -n "$state" ] && [ "$state" != "success" ]; then
+    log "airflow: dags test exited 0 but the run finished in state '$state'"
+    rc=1
+  fi
+  if [ "$rc" -eq 0 ]; then log "airflow: $dag run succeeded"; else log "airflow: $dag run failed (exit $rc)"; fi
+  return "$rc"
+}
+
+status() {
+  if [ -x "$VENV/bin/airflow" ]; then
+    echo "airflow   venv     $VENV ($("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("apache-airflow"))'))"
+  else
+    echo "airflow   venv     missing (run: bash infra/airflow.sh install)"
+  fi
+  local home="$GRIDLAKE_STATE/airflow"
+  if [ -f "$home/.gridlake-migrated" ]; then echo "airflow   db       $home/airflow.db"; else echo "airflow   db       not migrated"; fi
+  if [ -s "$SECRETS" ]; then echo "airflow   secrets  $SECRETS ($(stat -c %a "$SECRETS"))"; else echo "airflow   secrets  not generated"; fi
+}
+
+case "${1:-status}" in
+  install) install ;;
+  init) init ;;
+  dags-test) shift; dags_test "$@" ;;
+  status) status ;;
+  run) shift; init; airflow_cmd "$@" ;;
+  python) shift; install; airflow_env; exec "$VENV/bin/python" "$@" ;;
+  *) die "usage: airflow.sh install|init|dags-test DAG [DATE]|status|run ARGS...|python FILE ARGS..." ;;
+esac
