@@ -85,6 +85,9 @@ PY
 # --- metadata DB, admin, roles ---------------------------------------------------------------
 sset() { "$VENV/bin/superset" "$@" >> "$GRIDLAKE_LOGS/superset-setup.log" 2>&1 \
   || die "superset: 'superset $1' failed; see $GRIDLAKE_LOGS/superset-setup.log"; }
+# spy SCRIPT: run a script with the Superset venv's python (the password travels in the environment).
+spy() { "$VENV/bin/python" "$@" >> "$GRIDLAKE_LOGS/superset-setup.log" 2>&1 \
+  || die "superset: '$1' failed; see $GRIDLAKE_LOGS/superset-setup.log"; }
 
 # admin_state: prints "missing", or the stored password hash of the admin user.
 admin_state() {
@@ -128,11 +131,10 @@ ensure_admin() {
   state="$(admin_state)"
   if [ "$state" = missing ]; then
     log "superset: creating admin user '$ADMIN_USER'"
-    sset fab create-admin --username "$ADMIN_USER" --firstname Grid --lastname Admin \
-      --email "$ADMIN_USER@gridlake.invalid" --password "$SUPERSET_ADMIN_PASSWORD"
+    SUPERSET_ADMIN_USER="$ADMIN_USER" spy "$GRIDLAKE_REPO/superset/ensure_admin.py"
   elif ! pw_matches "$state"; then
     log "superset: admin password changed (SUPERSET_ADMIN_PASSWORD): resetting it"
-    sset fab reset-password --username "$ADMIN_USER" --password "$SUPERSET_ADMIN_PASSWORD"
+    SUPERSET_ADMIN_USER="$ADMIN_USER" spy "$GRIDLAKE_REPO/superset/ensure_admin.py"
   fi
 }
 
