@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 
 # Before anything imports gridlake.settings (it reads the environment once).
+# GRIDLAKE_TEST_INSTANCE=name with GRIDLAKE_PORT_OFFSET=N runs the suite on its own instance and
+# ports, so two suites can run side by side; by default the instance is "test" (ports + 100).
 os.environ["GRIDLAKE_INSTANCE"] = os.environ.get("GRIDLAKE_TEST_INSTANCE", "test")
-os.environ.pop("GRIDLAKE_PORT_OFFSET", None)
+if os.environ["GRIDLAKE_INSTANCE"] == "test":
+    os.environ.pop("GRIDLAKE_PORT_OFFSET", None)
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
