@@ -78,6 +78,16 @@ class Table:
             f"LOCATION {_q(settings.storage_root.rstrip('/') + '/' + self.database)}"
         )
         spark.sql(self.ddl(settings))
+        self._add_missing_columns(spark)
+
+    def _add_missing_columns(self, spark: SparkSession) -> None:
+        """Schema evolution: columns added to the definition are added to an existing table
+        (new columns are nullable; older rows read null). Never drops or retypes a column."""
+        existing = {f.name for f in spark.table(self.full_name).schema.fields}
+        missing = [c for c in self.columns if c.name not in existing]
+        if missing:
+            cols = ", ".join(f"`{c.name}` {c.ddl_type} COMMENT {_q(c.comment)}" for c in missing)
+            spark.sql(f"ALTER TABLE {self.full_name} ADD COLUMNS ({cols})")
 
     def conform(self, df: DataFrame) -> DataFrame:
         """Select the table's columns in order, cast to their types (fails on a missing one)."""
