@@ -23,7 +23,7 @@ log "grid_pipeline succeeded (log: $GRIDLAKE_LOGS/demo-dag.log)"
   round(cpu_efficiency, 3) AS cpu_eff, round(good_cpu_over_all_wall, 3) AS good_cpu_eff,
   round(wasted_core_hours, 1) AS wasted_core_hours
   FROM grid.site_efficiency_weekly ORDER BY week, site, vo"
-"$gl" sql "SELECT batch_id, bronze_rows, clean_rows, duplicate_rows, quarantined_rows FROM silver.refine_audit ORDER BY finished_at DESC" --limit 5
+"$gl" sql "SELECT batch_id, bronze_rows, clean_rows, duplicate_rows, quarantined_rows FROM silver.batch_audit ORDER BY finished_at DESC" --limit 5
 cat <<TXT
 
 gridlake demo is up.

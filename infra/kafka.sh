@@ -5,7 +5,7 @@ source "$(dirname "$0")/env.sh"
 libs="$GRIDLAKE_HOME/kafka/libs"
 dir="$GRIDLAKE_STATE/kafka"
 conf="$dir/server.properties"
-TOPICS="grid.jobs grid.nodes grid.network grid.deadletter"
+TOPICS="grid.jobs grid.nodes grid.network grid.accounting_summaries grid.deadletter"
 PARTITIONS="${GRIDLAKE_KAFKA_PARTITIONS:-2}"
 
 kjava() { java -cp "$libs/*" "$@"; }

@@ -26,26 +26,33 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_refine(_args: argparse.Namespace) -> int:
+def cmd_refine(args: argparse.Namespace) -> int:
     from gridlake.quality import QualityGateError
-    from gridlake.silver.refine import refine_jobs
+    from gridlake.silver.refine import SPECS, refine, refresh_job_node_features
 
-    try:
-        s = refine_jobs(_spark())
-    except QualityGateError as exc:
-        print(f"refine FAILED: {exc}", file=sys.stderr)
-        return 3
-    except Exception as exc:  # Spark wraps errors raised inside foreachBatch
-        if "quality gate failed" in str(exc):
-            msg = str(exc)[str(exc).find("quality gate failed") :].splitlines()[0]
-            print(f"refine FAILED: {msg}", file=sys.stderr)
+    inputs = args.inputs.split(",") if args.inputs else list(SPECS)
+    spark = _spark()
+    batch_ids: list[str] = []
+    for name in inputs:
+        try:
+            s = refine(spark, name)
+        except QualityGateError as exc:
+            print(f"refine {name} FAILED: {exc}", file=sys.stderr)
             return 3
-        raise
-    print(
-        f"silver.jobs <- {s.bronze_rows} bronze records in {s.batches} batches: "
-        f"{s.clean_rows} clean, {s.duplicate_rows} duplicates absorbed, "
-        f"{s.quarantined_rows} quarantined"
-    )
+        except Exception as exc:  # Spark wraps errors raised inside foreachBatch
+            if "quality gate failed" in str(exc):
+                msg = str(exc)[str(exc).find("quality gate failed") :].splitlines()[0]
+                print(f"refine {name} FAILED: {msg}", file=sys.stderr)
+                return 3
+            raise
+        print(
+            f"silver.{name} <- {s.bronze_rows} bronze records in {s.batches} batches: "
+            f"{s.clean_rows} clean, {s.duplicate_rows} duplicates absorbed, "
+            f"{s.quarantined_rows} quarantined"
+        )
+        batch_ids += [str(a["batch_id"]) for a in s.audit]
+    weeks = refresh_job_node_features(spark, batch_ids)
+    print(f"silver.job_node_features: {len(weeks)} weeks refreshed {weeks}")
     return 0
 
 
@@ -60,12 +67,30 @@ def cmd_analyze(_args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     from gridlake.publish import publish_files
 
+    if not args.topic and not args.format:
+        print("publish needs --topic (canonical JSON lines) or --format", file=sys.stderr)
+        return 2
     files = [Path(f) for f in args.files]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         print(f"no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    report = publish_files(args.topic, files, progress=not args.quiet)
+    opts: dict[str, object] = {
+        k: v for k, v in (("site", args.site), ("host", args.host), ("vo", args.vo)) if v
+    }
+    for item in args.opt or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"--opt takes key=value, not {item!r}", file=sys.stderr)
+            return 2
+        opts[key.strip()] = value.strip()
+    try:
+        report = publish_files(
+            args.topic, files, progress=not args.quiet, fmt=args.format, reader_opts=opts
+        )
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
     for p in report.problems:
         print(p, file=sys.stderr)
     print(
@@ -111,6 +136,15 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_formats(_args: argparse.Namespace) -> int:
+    from gridlake.sources.registry import FORMATS
+
+    for name, (topic, reader) in sorted(FORMATS.items()):
+        doc = (reader.__doc__ or "").strip().splitlines()
+        print(f"{name:16} -> {topic:26} {doc[0] if doc else ''}")
+    return 0
+
+
 def cmd_spark_conf(_args: argparse.Namespace) -> int:
     """Print the settings' Spark configuration as spark-submit arguments (for infra scripts)."""
     s = get_settings()
@@ -130,13 +164,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_ingest)
 
     s = sub.add_parser("refine", help="bronze -> silver (validate, quarantine, gate, MERGE)")
+    s.add_argument("--inputs", help="comma-separated subset of: jobs,nodes,network")
     s.set_defaults(func=cmd_refine)
 
     s = sub.add_parser("analyze", help="silver -> gold tables")
     s.set_defaults(func=cmd_analyze)
 
-    s = sub.add_parser("publish", help="publish canonical JSON-lines files to a topic")
-    s.add_argument("--topic", required=True, choices=sorted(v for v in TOPICS.values()))
+    s = sub.add_parser("publish", help="publish files (canonical JSON lines, or --format FMT)")
+    s.add_argument("--topic", choices=sorted(v for v in TOPICS.values()),
+                   help="target topic (required for canonical JSON lines)")  # fmt: skip
+    s.add_argument("--format", help="source format read by an adapter (see gridlake formats)")
+    s.add_argument("--site", help="site for records whose format lacks it")
+    s.add_argument("--host", help="host for records whose format lacks it")
+    s.add_argument("--vo", help="VO for records whose format lacks it")
+    s.add_argument(
+        "--opt",
+        action="append",
+        metavar="KEY=VALUE",
+        help="adapter option, e.g. start=2026-11-16T00:00:00Z or tz=Europe/Zurich",
+    )
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("files", nargs="+")
     s.set_defaults(func=cmd_publish)
@@ -155,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--week", help="ISO week, e.g. 2026-W46 (default: the week just ended)")
     s.add_argument("--seed", type=int, default=7)
     s.set_defaults(func=cmd_demo_data)
+
+    s = sub.add_parser("formats", help="list the source formats publish --format reads")
+    s.set_defaults(func=cmd_formats)
 
     s = sub.add_parser("spark-conf", help="print the Spark settings as spark-submit arguments")
     s.set_defaults(func=cmd_spark_conf)

@@ -31,6 +31,7 @@ TOPICS = {
     "jobs": "grid.jobs",
     "nodes": "grid.nodes",
     "network": "grid.network",
+    "accounting_summaries": "grid.accounting_summaries",
     "deadletter": "grid.deadletter",
 }
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 
 from gridlake.contracts import contract
-from gridlake.settings import Settings, get_settings
+from gridlake.settings import TOPICS, Settings, get_settings
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def _bronze(name: str) -> Table:
     )
 
 
-BRONZE = {name: _bronze(name) for name in ("jobs", "nodes", "network", "deadletter")}
+BRONZE = {name: _bronze(name) for name in TOPICS}
 
 # --------------------------------------------------------------------------------------------
 # silver: typed, validated, deduplicated.
@@ -138,6 +138,11 @@ _LINEAGE = (
     Column("_kafka_timestamp", "TIMESTAMP", "Lineage: Kafka timestamp of the record kept"),
     Column("_batch_id", "STRING", "Lineage: refine batch that wrote the row"),
     Column("_refined_at", "TIMESTAMP", "Lineage: when the row was last written"),
+    Column(
+        "_content_hash",
+        "STRING",
+        "SHA-256 of the row's non-lineage columns: a re-sent identical record changes nothing",
+    ),
 )
 
 
@@ -206,17 +211,173 @@ QUARANTINE_COLUMNS = (
     Column("quarantined_at", "TIMESTAMP", "When it was quarantined"),
 )
 
-QUARANTINE_JOBS = Table(
+
+def _quarantine(name: str) -> Table:
+    return Table(
+        database="silver",
+        name=f"quarantine_{name}",
+        grain=f"one row per rejected record of {contract(name).topic} (topic, partition, offset).",
+        description=f"Records of {contract(name).topic} that failed validation, with the reasons.",
+        columns=QUARANTINE_COLUMNS,
+    )
+
+
+QUARANTINE_JOBS = _quarantine("jobs")
+QUARANTINE_NODES = _quarantine("nodes")
+QUARANTINE_NETWORK = _quarantine("network")
+
+SILVER_NODE_SAMPLES = Table(
     database="silver",
-    name="quarantine_jobs",
-    grain="one row per rejected Kafka record of grid.jobs (topic, partition, offset).",
-    description="Job records that failed parsing or validation, with the reasons.",
-    columns=QUARANTINE_COLUMNS,
+    name="node_samples",
+    grain="one row per host, ts and kind (vmstat | iostat).",
+    description="Worker-node samples, typed and validated; iostat disks are in node_disk_samples.",
+    columns=(
+        *_contract_columns("nodes"),
+        Column("sample_date", "DATE", "UTC date of ts (partition column)"),
+        *_LINEAGE,
+    ),
+    partition_by=("sample_date",),
+    checks=(
+        Check("not_null", "host"),
+        Check("not_null", "ts"),
+        Check("in_set", "kind", {"value_set": ["vmstat", "iostat"]}),
+        Check("between", "interval_seconds", {"min_value": 0}),
+    ),
 )
 
-REFINE_AUDIT = Table(
+SILVER_NODE_DISK_SAMPLES = Table(
     database="silver",
-    name="refine_audit",
+    name="node_disk_samples",
+    grain="one row per host, ts and device (from iostat samples).",
+    description="Per-device iostat figures, exploded from the disks array of node samples.",
+    columns=(
+        Column("site", "STRING", "Grid site"),
+        Column("host", "STRING", "Worker node host name"),
+        Column("ts", "TIMESTAMP", "End of the sampling interval"),
+        Column("interval_seconds", "DOUBLE", "Length of the sampling interval"),
+        Column("device", "STRING", "Block device"),
+        Column("r_s", "DOUBLE", "Reads per second"),
+        Column("w_s", "DOUBLE", "Writes per second"),
+        Column("rkb_s", "DOUBLE", "KiB read per second"),
+        Column("wkb_s", "DOUBLE", "KiB written per second"),
+        Column("r_await_ms", "DOUBLE", "Average read latency, ms"),
+        Column("w_await_ms", "DOUBLE", "Average write latency, ms"),
+        Column("aqu_sz", "DOUBLE", "Average queue size"),
+        Column("util_pct", "DOUBLE", "Device utilisation, percent"),
+        Column("sample_date", "DATE", "UTC date of ts (partition column)"),
+        *_LINEAGE,
+    ),
+    partition_by=("sample_date",),
+    checks=(Check("not_null", "device"), Check("between", "util_pct", {"min_value": 0})),
+)
+
+SILVER_NETWORK = Table(
+    database="silver",
+    name="network",
+    grain="one row per path (src_host, dst_host), ts and test.",
+    description=(
+        "perfSONAR results, typed and validated; src_site/dst_site resolved from host names "
+        "where the record lacks them."
+    ),
+    columns=(
+        *_contract_columns("network"),
+        Column(
+            "sites_resolved", "BOOLEAN", "True when src_site or dst_site came from the host name"
+        ),
+        Column("measured_date", "DATE", "UTC date of ts (partition column)"),
+        *_LINEAGE,
+    ),
+    partition_by=("measured_date",),
+    checks=(
+        Check("not_null", "src_host"),
+        Check("not_null", "dst_host"),
+        Check("in_set", "test", {"value_set": ["latency", "throughput", "trace"]}),
+        Check("between", "packet_loss", {"min_value": 0, "max_value": 1}),
+    ),
+)
+
+SILVER_ACCOUNTING_SUMMARIES = Table(
+    database="silver",
+    name="accounting_summaries",
+    grain="one row per APEL summary group (summary_key: month, site, VO, user, resource shape).",
+    description=(
+        "APEL monthly accounting summaries (not per job), typed and validated; a re-sent "
+        "summary for the same group replaces the old one."
+    ),
+    columns=(
+        *_contract_columns("accounting_summaries"),
+        Column(
+            "core_wall_seconds",
+            "DOUBLE",
+            "wall_duration_seconds x processors (1 when unknown): core-seconds allocated",
+        ),
+        Column("cpu_efficiency", "DOUBLE", "cpu_duration_seconds / core_wall_seconds"),
+        *_LINEAGE,
+    ),
+    checks=(
+        Check("not_null", "summary_key"),
+        Check("unique", "summary_key"),
+        Check("between", "wall_duration_seconds", {"min_value": 0}),
+        Check("between", "number_of_jobs", {"min_value": 0}),
+    ),
+)
+
+QUARANTINE_ACCOUNTING_SUMMARIES = _quarantine("accounting_summaries")
+
+SILVER_JOB_NODE_FEATURES = Table(
+    database="silver",
+    name="job_node_features",
+    grain="one row per job attempt (job_id).",
+    description=(
+        "Each job's node samples (its host, ts within [start_time, end_time]) summarised. "
+        "Samples are of the whole node: a job sharing its node sees its neighbours' load too."
+    ),
+    columns=(
+        Column("job_id", "STRING", "Job attempt"),
+        Column("site", "STRING", "Grid site"),
+        Column("host", "STRING", "Worker node"),
+        Column("start_time", "TIMESTAMP", "Job start"),
+        Column("end_time", "TIMESTAMP", "Job end"),
+        Column("week", "DATE", "Monday of the ISO week of end_time (partition column)"),
+        Column("vmstat_samples", "BIGINT", "vmstat samples of the host during the job"),
+        Column("us_mean", "DOUBLE", "Mean user CPU, percent"),
+        Column("us_p95", "DOUBLE", "95th percentile of user CPU, percent"),
+        Column("wa_mean", "DOUBLE", "Mean I/O wait, percent"),
+        Column("wa_p95", "DOUBLE", "95th percentile of I/O wait, percent"),
+        Column("b_mean", "DOUBLE", "Mean processes blocked on I/O"),
+        Column("b_p95", "DOUBLE", "95th percentile of blocked processes"),
+        Column("swap_in_kb", "DOUBLE", "KiB swapped in during the job (si x interval)"),
+        Column("swap_out_kb", "DOUBLE", "KiB swapped out during the job (so x interval)"),
+        Column("cache_trend_kb", "DOUBLE", "Page cache at the last sample minus at the first"),
+        Column("iostat_samples", "BIGINT", "iostat samples of the host during the job"),
+        Column("disk_util_p95", "DOUBLE", "95th percentile of the busiest device's %util"),
+        Column("r_await_ms_p95", "DOUBLE", "95th percentile of the slowest device's read await"),
+        Column("read_kb_s_mean", "DOUBLE", "Mean KiB/s read, all devices"),
+        Column("write_kb_s_mean", "DOUBLE", "Mean KiB/s written, all devices"),
+    ),
+    partition_by=("week",),
+)
+
+QUALITY_RESULTS = Table(
+    database="silver",
+    name="quality_results",
+    grain="one row per refine batch, table and check.",
+    description="Every great_expectations check run by the refine gate, with its outcome.",
+    columns=(
+        Column("batch_id", "STRING", "Refine batch"),
+        Column("table_name", "STRING", "Table the batch was bound for"),
+        Column("check_kind", "STRING", "Expectation kind"),
+        Column("check_column", "STRING", "Column checked (null for multi-column checks)"),
+        Column("severity", "STRING", "fail (circuit breaker) or warn"),
+        Column("success", "BOOLEAN", "Whether the batch met the expectation"),
+        Column("detail", "STRING", "Observed figures (unexpected count and percent)"),
+        Column("checked_at", "TIMESTAMP", "When the check ran"),
+    ),
+)
+
+BATCH_AUDIT = Table(
+    database="silver",
+    name="batch_audit",
     grain="one row per refine micro-batch and input.",
     description=(
         "Reconciliation of every refine batch: bronze_rows = clean_rows + duplicate_rows + "
@@ -226,7 +387,7 @@ REFINE_AUDIT = Table(
         Column("batch_id", "STRING", "Refine batch id (input-streamBatch)"),
         Column("input", "STRING", "jobs | nodes | network"),
         Column("bronze_rows", "BIGINT", "Bronze records read in the batch"),
-        Column("clean_rows", "BIGINT", "Distinct valid records (by key) merged into silver"),
+        Column("clean_rows", "BIGINT", "Distinct valid records (by key) upserted into silver"),
         Column(
             "duplicate_rows", "BIGINT", "Valid records superseded by a newer one of the same key"
         ),
@@ -275,8 +436,17 @@ GOLD_SITE_EFFICIENCY_WEEKLY = Table(
 ALL_TABLES: tuple[Table, ...] = (
     *BRONZE.values(),
     SILVER_JOBS,
+    SILVER_NODE_SAMPLES,
+    SILVER_NODE_DISK_SAMPLES,
+    SILVER_NETWORK,
+    SILVER_JOB_NODE_FEATURES,
+    SILVER_ACCOUNTING_SUMMARIES,
+    QUARANTINE_ACCOUNTING_SUMMARIES,
     QUARANTINE_JOBS,
-    REFINE_AUDIT,
+    QUARANTINE_NODES,
+    QUARANTINE_NETWORK,
+    BATCH_AUDIT,
+    QUALITY_RESULTS,
     GOLD_SITE_EFFICIENCY_WEEKLY,
 )
 

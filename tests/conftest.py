@@ -121,13 +121,16 @@ def gold_demo(spark, jobs_published):
     """The demo week through the whole pipeline: bronze, silver, gold and the grid views."""
     from gridlake.bronze.ingest import ingest
     from gridlake.gold.analyze import analyze
-    from gridlake.silver.refine import refine_jobs
+    from gridlake.silver.refine import SPECS, refine, refresh_job_node_features
     from gridlake.tables import ensure_all
     from gridlake.views import create_views
 
     ensure_all(spark)
     ingest(spark)
-    refine_jobs(spark)
+    batch_ids = []
+    for name in SPECS:
+        batch_ids += [a["batch_id"] for a in refine(spark, name).audit]
+    refresh_job_node_features(spark, batch_ids)
     analyze(spark)
     create_views(spark)
     return jobs_published[0]

@@ -16,10 +16,10 @@ from pyspark.sql import functions as F
 
 from gridlake.settings import get_settings
 from gridlake.tables import (
+    BATCH_AUDIT,
     BRONZE,
     GOLD_SITE_EFFICIENCY_WEEKLY,
     QUARANTINE_JOBS,
-    REFINE_AUDIT,
     SILVER_JOBS,
 )
 
@@ -233,7 +233,7 @@ def test_gold_matches_an_independent_computation_of_the_demo_week(spark, gold_de
 
 
 def test_every_refine_batch_reconciles(spark, gold_demo) -> None:
-    audit = _table(spark, REFINE_AUDIT).collect()
+    audit = _table(spark, BATCH_AUDIT).filter("input = 'jobs'").collect()
     assert audit, "refine wrote no audit rows"
     for a in audit:
         assert a.bronze_rows == a.clean_rows + a.duplicate_rows + a.quarantined_rows, a
@@ -242,8 +242,10 @@ def test_every_refine_batch_reconciles(spark, gold_demo) -> None:
 
 def test_rerun_and_replay_change_nothing(spark, gold_demo) -> None:
     from gridlake.gold.analyze import analyze
-    from gridlake.silver.refine import RefineStats, _process_batch, refine_jobs
+    from gridlake.silver.refine import SPECS, RefineStats, process_batch, refine_jobs
 
+    refine_jobs(spark)  # whatever earlier tests left in bronze
+    analyze(spark)
     silver_before = _table(spark, SILVER_JOBS).count()
     quarantine_before = _table(spark, QUARANTINE_JOBS).count()
     gold_before = sorted(_table(spark, GOLD_SITE_EFFICIENCY_WEEKLY).collect())
@@ -253,7 +255,7 @@ def test_rerun_and_replay_change_nothing(spark, gold_demo) -> None:
     # A crash after the writes but before the checkpoint commit replays batch 0: the Delta
     # idempotent-writer options skip the appends, and the MERGE updates nothing.
     stats = RefineStats()
-    _process_batch(spark, _table(spark, BRONZE["jobs"]), 0, get_settings(), stats)
+    process_batch(spark, SPECS["jobs"], _table(spark, BRONZE["jobs"]), 0, get_settings(), stats)
     assert stats.audit[0]["inserted_rows"] == 0
     assert stats.audit[0]["updated_rows"] == 0
 
@@ -326,3 +328,88 @@ def test_services_listen_on_loopback_only(thrift, kafka) -> None:
             host = local.rsplit(":", 1)[0]
             assert host in ("127.0.0.1", "[::ffff:127.0.0.1]", "[::1]"), line
     assert checked >= 3  # derby, kafka (broker + controller), thrift
+
+
+def test_nodes_and_network_reach_silver_once_each(spark, gold_demo) -> None:
+    """Demo node samples (published twice: the crash test re-sends them) and perfSONAR results."""
+    from gridlake.silver.refine import refine
+    from gridlake.tables import SILVER_NETWORK, SILVER_NODE_DISK_SAMPLES, SILVER_NODE_SAMPLES
+
+    week = gold_demo
+    refine(spark, "nodes")  # drain what earlier tests (the crash test's re-send) left in bronze
+    keys = {(n["host"], n["ts"], n["kind"]) for n in week.nodes}
+    nodes = _table(spark, SILVER_NODE_SAMPLES)
+    assert nodes.count() == len(keys)
+    assert nodes.select("host", "ts", "kind").distinct().count() == len(keys)
+    disk_rows = sum(len(n.get("disks") or []) for n in week.nodes)
+    assert _table(spark, SILVER_NODE_DISK_SAMPLES).count() == disk_rows
+
+    net = _table(spark, SILVER_NETWORK)
+    assert net.count() == len(
+        {(r["src_host"], r["dst_host"], r["ts"], r["test"]) for r in week.network}
+    )
+    audit = _table(spark, BATCH_AUDIT).filter("input = 'nodes'").collect()
+    for a in audit:
+        assert a.bronze_rows == a.clean_rows + a.duplicate_rows + a.quarantined_rows
+    assert sum(a.bronze_rows for a in audit) == _table(spark, BRONZE["nodes"]).count()
+
+
+def test_resending_a_whole_day_changes_nothing_in_silver(spark, gold_demo, tmp_path) -> None:
+    from gridlake.bronze.ingest import ingest
+    from gridlake.publish import publish_files
+    from gridlake.silver.refine import refine
+
+    week = gold_demo
+    day = "2026-11-18"
+    resend = tmp_path / "day.jsonl"
+    lines = [json.dumps(j) + "\n" for j in week.jobs if j["end_time"].startswith(day)]
+    resend.write_text("".join(lines))
+    assert len(lines) > 50
+
+    ingest(spark, ("jobs",))
+    refine(spark, "jobs")  # drain whatever earlier tests left
+    before = sorted(_table(spark, SILVER_JOBS).drop("_refined_at").collect())
+
+    assert publish_files("grid.jobs", [resend], progress=False).ok
+    ingest(spark, ("jobs",))
+    stats = refine(spark, "jobs")
+    assert stats.bronze_rows == len(lines)
+    assert stats.duplicate_rows == 0  # distinct job_ids within the re-send
+    assert [(a["inserted_rows"], a["updated_rows"]) for a in stats.audit] == [(0, 0)] * len(
+        stats.audit
+    )
+    after = sorted(_table(spark, SILVER_JOBS).drop("_refined_at").collect())
+    assert after == before  # not one row, not one lineage column, changed
+
+
+def test_a_mostly_bad_batch_is_refused_whole_and_nothing_is_written(spark, gold_demo) -> None:
+    from gridlake.quality import QualityGateError
+    from gridlake.silver.refine import SPECS, RefineStats, process_batch
+
+    good = [json.dumps({**GOOD, "job_id": f"breaker-{i}"}) for i in range(40)]
+    bad = [json.dumps({**GOOD, "job_id": f"breaker-bad-{i}", "cores": 0}) for i in range(160)]
+    ts = datetime(2026, 11, 20)
+    bronze = spark.createDataFrame(
+        [(v, "grid.jobs", 0, 10_000_000 + i, ts) for i, v in enumerate(good + bad)],
+        "value string, topic string, partition int, offset long, kafka_timestamp timestamp",
+    )
+    counts = (_table(spark, SILVER_JOBS).count(), _table(spark, QUARANTINE_JOBS).count())
+    with pytest.raises(QualityGateError, match=r"160 of 200 records \(80%\) would be quarantined"):
+        process_batch(spark, SPECS["jobs"], bronze, 999_999, get_settings(), RefineStats())
+    assert (_table(spark, SILVER_JOBS).count(), _table(spark, QUARANTINE_JOBS).count()) == counts
+
+
+def test_gate_results_are_kept(spark, gold_demo) -> None:
+    from gridlake.tables import QUALITY_RESULTS, SILVER_JOBS
+
+    rows = (
+        _table(spark, QUALITY_RESULTS)
+        .filter(F.col("table_name") == SILVER_JOBS.full_name)
+        .collect()
+    )
+    assert rows
+    assert {r.table_name for r in rows} == {"silver.jobs"}
+    assert {r.severity for r in rows} <= {"fail", "warn"}
+    kinds = {(r.check_kind, r.check_column) for r in rows}
+    assert ("unique", "job_id") in kinds
+    assert all(r.success for r in rows if r.severity == "fail")

@@ -36,6 +36,10 @@ CASES = [
      ["invalid value: status not in ['success', 'failed']"]),
     ("bad timestamp", json.dumps({**GOOD, "start_time": "yesterday"}),
      ["invalid timestamp: start_time"]),
+    ("before 2000", json.dumps({**GOOD, "submit_time": "1999-12-31T23:00:00Z"}),
+     ["timestamp before 2000: submit_time"]),
+    ("in the future", json.dumps({**GOOD, "end_time": "2999-01-01T00:00:00Z"}),
+     ["timestamp in the future: end_time"]),
     ("two problems", json.dumps({**GOOD, "cores": 0, "wall_seconds": -1}),
      ["out of range: wall_seconds < 0", "out of range: cores < 1"]),
 ]  # fmt: skip

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from gridlake.contracts import contract
+from gridlake.silver.common import latest_per_key, quarantine_rows, valid_rows, with_lineage
 from gridlake.silver.validate import parse_and_validate
+
+__all__ = ["clean_rows", "derive_job_columns", "latest_per_key", "quarantine_rows", "validate_jobs"]
 
 OUTLIER_TOLERANCE = 1.05
 
@@ -29,43 +32,6 @@ def derive_job_columns(valid: DataFrame) -> DataFrame:
     )
 
 
-def latest_per_key(df: DataFrame, key: str) -> DataFrame:
-    """Keep the newest record per key (by Kafka timestamp, then partition and offset).
-
-    Re-sent records share the job_id key and so land in one partition in order.
-    """
-    order = Window.partitionBy(key).orderBy(
-        F.col("_kafka_timestamp").desc(), F.col("_kafka_offset").desc()
-    )
-    return df.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
-
-
-def with_lineage(df: DataFrame, batch_id: str) -> DataFrame:
-    return (
-        df.withColumn("_kafka_partition", F.col("partition"))
-        .withColumn("_kafka_offset", F.col("offset"))
-        .withColumn("_kafka_timestamp", F.col("kafka_timestamp"))
-        .withColumn("_batch_id", F.lit(batch_id))
-        .withColumn("_refined_at", F.current_timestamp())
-    )
-
-
-def quarantine_rows(validated: DataFrame, batch_id: str) -> DataFrame:
-    """Invalid records, verbatim, with every reason."""
-    return validated.filter(F.size("_reasons") > 0).select(
-        F.col("value").alias("raw"),
-        F.col("_reasons").alias("reasons"),
-        F.array_join("_reasons", "; ").alias("reason"),
-        "topic",
-        "partition",
-        "offset",
-        "kafka_timestamp",
-        F.lit(batch_id).alias("batch_id"),
-        F.current_timestamp().alias("quarantined_at"),
-    )
-
-
 def clean_rows(validated: DataFrame, batch_id: str) -> DataFrame:
     """Valid records with derived columns and lineage (duplicates not yet removed)."""
-    valid = validated.filter(F.size("_reasons") == 0)
-    return with_lineage(derive_job_columns(valid), batch_id)
+    return with_lineage(derive_job_columns(valid_rows(validated)), batch_id)

@@ -15,6 +15,9 @@ from gridlake.contracts import Contract
 # RFC 3339 timestamps: 2026-11-16T08:00:00Z, with optional fraction and a Z or +hh:mm offset.
 RFC3339 = "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS]XXX"
 _CORRUPT = "_corrupt_record"
+EARLIEST = "2000-01-01 00:00:00"
+# Clocks drift: a sample a little ahead of the refine host's clock is not an error.
+FUTURE_TOLERANCE_HOURS = 24
 
 
 def parse_timestamp(col: Column) -> Column:
@@ -46,6 +49,19 @@ def parse_and_validate(raw: DataFrame, c: Contract, value_col: str = "value") ->
             value = parse_timestamp(text)
             checks.append(
                 F.when(text.isNotNull() & value.isNull(), F.lit(f"invalid timestamp: {f.name}"))
+            )
+            checks.append(
+                F.when(
+                    value < F.lit(EARLIEST).cast("timestamp"),
+                    F.lit(f"timestamp before 2000: {f.name}"),
+                )
+            )
+            checks.append(
+                F.when(
+                    value
+                    > F.current_timestamp() + F.expr(f"INTERVAL {FUTURE_TOLERANCE_HOURS} HOURS"),
+                    F.lit(f"timestamp in the future: {f.name}"),
+                )
             )
         elif f.json_type in ("integer", "number", "boolean"):
             value = typed

@@ -1,0 +1,57 @@
+"""Transforms shared by every silver input: lineage, quarantine rows, newest record per key."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+
+def with_lineage(df: DataFrame, batch_id: str) -> DataFrame:
+    """Carry the Kafka coordinates of the record kept and the batch that wrote it."""
+    return (
+        df.withColumn("_kafka_partition", F.col("partition"))
+        .withColumn("_kafka_offset", F.col("offset"))
+        .withColumn("_kafka_timestamp", F.col("kafka_timestamp"))
+        .withColumn("_batch_id", F.lit(batch_id))
+        .withColumn("_refined_at", F.current_timestamp())
+    )
+
+
+def quarantine_rows(validated: DataFrame, batch_id: str) -> DataFrame:
+    """Invalid records, verbatim, with every reason."""
+    return validated.filter(F.size("_reasons") > 0).select(
+        F.col("value").alias("raw"),
+        F.col("_reasons").alias("reasons"),
+        F.array_join("_reasons", "; ").alias("reason"),
+        "topic",
+        "partition",
+        "offset",
+        "kafka_timestamp",
+        F.lit(batch_id).alias("batch_id"),
+        F.current_timestamp().alias("quarantined_at"),
+    )
+
+
+def valid_rows(validated: DataFrame) -> DataFrame:
+    return validated.filter(F.size("_reasons") == 0)
+
+
+def latest_per_key(df: DataFrame, keys: str | Sequence[str]) -> DataFrame:
+    """Keep the newest record per key (by Kafka timestamp, then offset).
+
+    A re-sent record has the same Kafka key and so lands in the same partition, after the first.
+    """
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    order = Window.partitionBy(*keys).orderBy(
+        F.col("_kafka_timestamp").desc(), F.col("_kafka_offset").desc()
+    )
+    return df.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
+
+
+def with_content_hash(df: DataFrame, columns: Sequence[str]) -> DataFrame:
+    """SHA-256 of the given columns (as JSON): equal content, equal hash."""
+    return df.withColumn(
+        "_content_hash", F.sha2(F.to_json(F.struct(*[F.col(c) for c in columns])), 256)
+    )
