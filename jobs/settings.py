@@ -112,6 +112,10 @@ class Settings:
             "spark.sql.json.enablePartialResults": "true",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.debug.maxToStringFields": "500",
+            # Constraint propagation grows combinatorially with wide expression plans (the
+            # contract validation and the CPU family rules are ~120 predicates): it once spent
+            # minutes in InferFiltersFromConstraints before any data moved. It buys nothing here.
+            "spark.sql.constraintPropagation.enabled": "false",
             "spark.databricks.delta.schema.autoMerge.enabled": "false",
             "spark.databricks.delta.snapshotPartitions": "2",
             "spark.hadoop.hive.metastore.schema.verification": "false",

@@ -413,3 +413,22 @@ def test_gate_results_are_kept(spark, gold_demo) -> None:
     kinds = {(r.check_kind, r.check_column) for r in rows}
     assert ("unique", "job_id") in kinds
     assert all(r.success for r in rows if r.severity == "fail")
+
+
+def test_demo_cpu_models_normalise_to_their_planted_microarchitecture(spark, gold_demo) -> None:
+    from gridlake.sources.demo import CPU_MODELS
+
+    demo_sites = sorted({j["site"] for j in gold_demo.jobs})
+    rows = (
+        _table(spark, SILVER_JOBS)
+        .filter(F.col("site").isin(*demo_sites))  # other tests' jobs declare no benchmark
+        .filter(F.col("cpu_model").isin(*CPU_MODELS))
+        .groupBy("cpu_model", "microarchitecture", "vendor", "hs23_source")
+        .count()
+        .collect()
+    )
+    assert {r.cpu_model for r in rows} == set(CPU_MODELS)
+    for r in rows:
+        assert r.microarchitecture == CPU_MODELS[r.cpu_model][0], r.cpu_model
+        assert r.vendor == ("AMD" if "AMD" in r.cpu_model else "Intel")
+        assert r.hs23_source == "declared-hs23"

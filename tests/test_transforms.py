@@ -101,3 +101,37 @@ def test_latest_per_key_keeps_newest_record(spark) -> None:
     )
     out = {r.job_id: r.v for r in latest_per_key(df, "job_id").collect()}
     assert out == {"j1": "new", "j2": "only"}
+
+
+def test_benchmark_precedence_declared_then_reference(spark) -> None:
+    from gridlake.cpu_models import classify
+    from gridlake.silver.jobs import with_benchmark
+
+    haswell = "Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz"
+    reference_hs23 = classify(haswell).hs23_per_core
+    assert reference_hs23 is not None and reference_hs23 > 5
+    df = spark.createDataFrame(
+        [
+            ("declared23", haswell, "hs23", 12.5, 7200.0),
+            ("declared06", haswell, "hs06", 10.0, 3600.0),
+            ("reference", haswell, None, None, 3600.0),
+            ("family-only", "Intel(R) Xeon(R) CPU E5-2699 v3 @ 2.30GHz", None, None, 3600.0),
+            ("unknown", "QEMU Virtual CPU version 2.5+", None, None, 3600.0),
+        ],
+        "job_id string, cpu_model string, benchmark_type string, benchmark_per_core double, "
+        "cores_wall_seconds double",
+    )
+    out = {r.job_id: r for r in with_benchmark(df).collect()}
+    assert out["declared23"].hs23_per_core == 12.5
+    assert out["declared23"].hs23_core_hours == pytest.approx(12.5 * 2)
+    assert out["declared23"].hs23_source == "declared-hs23"
+    assert out["declared06"].hs23_per_core == 10.0
+    assert out["declared06"].hs23_source == "declared-hs06"
+    assert out["reference"].hs23_per_core == pytest.approx(reference_hs23)
+    assert out["reference"].hs23_source == "reference"
+    assert out["reference"].microarchitecture == "Haswell"
+    assert out["family-only"].microarchitecture == "Haswell"
+    assert out["family-only"].cpu_match in ("exact", "family")
+    assert out["unknown"].microarchitecture is None
+    assert out["unknown"].hs23_per_core is None
+    assert out["unknown"].cpu_match == "unknown"

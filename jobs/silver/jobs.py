@@ -6,6 +6,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from gridlake.contracts import contract
+from gridlake.cpu_models import with_cpu_info
 from gridlake.silver.common import latest_per_key, quarantine_rows, valid_rows, with_lineage
 from gridlake.silver.validate import parse_and_validate
 
@@ -32,6 +33,32 @@ def derive_job_columns(valid: DataFrame) -> DataFrame:
     )
 
 
-def clean_rows(validated: DataFrame, batch_id: str) -> DataFrame:
+def with_benchmark(jobs: DataFrame, cpu_reference: DataFrame | None = None) -> DataFrame:
+    """Add vendor, microarchitecture, cpu_match, hs23_per_core, hs23_source, hs23_core_hours.
+
+    HS23 per core comes from the job's declared benchmark when it has one (an HS06 figure is
+    taken 1:1: HEPscore23 was scaled to equal HS06 on the reference machines at the switch),
+    else from the CPU-model reference table (exact model matches only; a family rule gives the
+    microarchitecture but never a benchmark figure).
+    """
+    out = with_cpu_info(jobs, "cpu_model", cpu_reference)
+    declared = F.col("benchmark_per_core").isNotNull() & F.col("benchmark_type").isin(
+        "hs23", "hs06"
+    )
+    hs23 = F.when(declared, F.col("benchmark_per_core")).otherwise(F.col("reference_hs23_per_core"))
+    source = F.when(declared, F.concat(F.lit("declared-"), F.col("benchmark_type"))).when(
+        F.col("reference_hs23_per_core").isNotNull(), F.lit("reference")
+    )
+    return (
+        out.withColumn("hs23_per_core", hs23)
+        .withColumn("hs23_source", source)
+        .withColumn("hs23_core_hours", hs23 * F.col("cores_wall_seconds") / 3600.0)
+    )
+
+
+def clean_rows(
+    validated: DataFrame, batch_id: str, cpu_reference: DataFrame | None = None
+) -> DataFrame:
     """Valid records with derived columns and lineage (duplicates not yet removed)."""
-    return with_lineage(derive_job_columns(valid_rows(validated)), batch_id)
+    derived = with_benchmark(derive_job_columns(valid_rows(validated)), cpu_reference)
+    return with_lineage(derived, batch_id)

@@ -91,8 +91,10 @@ class RefineSpec:
         return self.outputs[0].table
 
 
-def _clean_jobs(_spark: SparkSession, v: DataFrame, batch: str, _s: Settings) -> DataFrame:
-    return jobs_tx.clean_rows(v, batch)
+def _clean_jobs(spark: SparkSession, v: DataFrame, batch: str, _s: Settings) -> DataFrame:
+    from gridlake.cpu_models import reference_table
+
+    return jobs_tx.clean_rows(v, batch, reference_table(spark))
 
 
 def _clean_nodes(_spark: SparkSession, v: DataFrame, batch: str, _s: Settings) -> DataFrame:

@@ -38,40 +38,18 @@ gzip files, RFC 3339 formatting, time-zone and ``start=`` parsing).
 
 from __future__ import annotations
 
-import gzip
-import io
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from gridlake.sources.base import Item, Rejected
-
-RAW_LIMIT = 64 * 1024
+from gridlake.sources.base import Item, Rejected, clip, open_text
 
 # --------------------------------------------------------------------------------------------
 # Shared helpers
 # --------------------------------------------------------------------------------------------
-
-
-def open_text(path: Path | str) -> IO[str]:
-    """Open a text file, transparently gunzipping it when it starts with the gzip magic."""
-    p = Path(path)
-    with p.open("rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", errors="replace")
-    return p.open("r", encoding="utf-8", errors="replace", newline="")
-
-
-def clip(text: str) -> str:
-    """Raw text for a Rejected item: verbatim, at most 64 KiB (of UTF-8)."""
-    data = text.encode("utf-8", errors="replace")
-    if len(data) <= RAW_LIMIT:
-        return text
-    return data[:RAW_LIMIT].decode("utf-8", errors="ignore")
 
 
 def rfc3339(dt: datetime) -> str:
