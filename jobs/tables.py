@@ -7,97 +7,22 @@ comments. Layers only read downwards: bronze <- Kafka, silver <- bronze, gold <-
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from gridlake.contracts import contract
-from gridlake.settings import TOPICS, Settings, get_settings
+from gridlake.gold.site_efficiency import GOLD_SITE_EFFICIENCY_WEEKLY
+from gridlake.settings import TOPICS, Settings
+from gridlake.tabledef import Check, Column, Table
 
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    ddl_type: str
-    comment: str
-    nullable: bool = True
-
-
-@dataclass(frozen=True)
-class Check:
-    """A data-quality expectation on a table (run by great_expectations).
-
-    ``kind`` names the expectation; ``severity`` is ``fail`` (circuit breaker: the batch is
-    rejected) or ``warn`` (logged).
-    """
-
-    kind: str
-    column: str | None = None
-    args: dict[str, object] = field(default_factory=dict)
-    severity: str = "fail"
-
-
-@dataclass(frozen=True)
-class Table:
-    database: str
-    name: str
-    grain: str
-    description: str
-    columns: tuple[Column, ...]
-    partition_by: tuple[str, ...] = ()
-    checks: tuple[Check, ...] = ()
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.database}.{self.name}"
-
-    @property
-    def column_names(self) -> list[str]:
-        return [c.name for c in self.columns]
-
-    def path(self, settings: Settings | None = None) -> str:
-        return (settings or get_settings()).table_path(self.database, self.name)
-
-    def ddl(self, settings: Settings | None = None) -> str:
-        cols = ",\n  ".join(
-            f"`{c.name}` {c.ddl_type}{'' if c.nullable else ' NOT NULL'} COMMENT {_q(c.comment)}"
-            for c in self.columns
-        )
-        part = f"\nPARTITIONED BY ({', '.join(self.partition_by)})" if self.partition_by else ""
-        comment = f"{self.description} Grain: {self.grain}"
-        return (
-            f"CREATE TABLE IF NOT EXISTS {self.full_name} (\n  {cols}\n) USING DELTA{part}\n"
-            f"COMMENT {_q(comment)}\nLOCATION {_q(self.path(settings))}"
-        )
-
-    def ensure(self, spark: SparkSession, settings: Settings | None = None) -> None:
-        """Create the database and the table (registered in the metastore) if missing."""
-        settings = settings or get_settings()
-        spark.sql(
-            f"CREATE DATABASE IF NOT EXISTS {self.database} "
-            f"LOCATION {_q(settings.storage_root.rstrip('/') + '/' + self.database)}"
-        )
-        spark.sql(self.ddl(settings))
-        self._add_missing_columns(spark)
-
-    def _add_missing_columns(self, spark: SparkSession) -> None:
-        """Schema evolution: columns added to the definition are added to an existing table
-        (new columns are nullable; older rows read null). Never drops or retypes a column."""
-        existing = {f.name for f in spark.table(self.full_name).schema.fields}
-        missing = [c for c in self.columns if c.name not in existing]
-        if missing:
-            cols = ", ".join(f"`{c.name}` {c.ddl_type} COMMENT {_q(c.comment)}" for c in missing)
-            spark.sql(f"ALTER TABLE {self.full_name} ADD COLUMNS ({cols})")
-
-    def conform(self, df: DataFrame) -> DataFrame:
-        """Select the table's columns in order, cast to their types (fails on a missing one)."""
-        from pyspark.sql import functions as F
-
-        return df.select(*[F.col(c.name).cast(c.ddl_type).alias(c.name) for c in self.columns])
-
-
-def _q(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+__all__ = [
+    "ALL_TABLES",
+    "GOLD_SITE_EFFICIENCY_WEEKLY",
+    "Check",
+    "Column",
+    "Table",
+    "by_name",
+    "ensure_all",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,39 +335,8 @@ BATCH_AUDIT = Table(
 )
 
 # --------------------------------------------------------------------------------------------
-# gold: the answers.
-
-GOLD_SITE_EFFICIENCY_WEEKLY = Table(
-    database="gold",
-    name="site_efficiency_weekly",
-    grain="one row per week, site and vo.",
-    description=(
-        "CPU efficiency per site, VO and ISO week (ratios of sums over every job in silver, "
-        "outliers included)."
-    ),
-    columns=(
-        Column("week", "DATE", "Monday of the ISO week of the jobs' end_time (UTC)"),
-        Column("site", "STRING", "Grid site"),
-        Column("vo", "STRING", "Virtual organisation"),
-        Column("jobs", "BIGINT", "Job attempts that ended in the week"),
-        Column("failed_jobs", "BIGINT", "Attempts with status failed"),
-        Column("outlier_jobs", "BIGINT", "Attempts flagged is_outlier (CPU > wall x cores x 1.05)"),
-        Column("core_hours", "DOUBLE", "sum(wall_seconds x cores) / 3600"),
-        Column("cpu_hours", "DOUBLE", "sum(cpu_user_seconds + cpu_system_seconds) / 3600"),
-        Column("cpu_efficiency", "DOUBLE", "cpu_hours / core_hours (ratio of sums)"),
-        Column(
-            "good_cpu_over_all_wall",
-            "DOUBLE",
-            "CPU hours of successful attempts / core-hours of all attempts (ATLAS definition)",
-        ),
-        Column("wasted_core_hours", "DOUBLE", "Core-hours of failed attempts"),
-    ),
-    checks=(
-        Check("not_null", "week"),
-        Check("not_null", "site"),
-        Check("between", "jobs", {"min_value": 1}),
-    ),
-)
+# gold: the answers. Each gold table is defined beside its transform in gridlake.gold.*;
+# the registry below lists them all.
 
 ALL_TABLES: tuple[Table, ...] = (
     *BRONZE.values(),

@@ -17,7 +17,7 @@ ISSUE_FIELDS_JOBS = [
     "cores", "submit_time", "start_time", "end_time", "wall_seconds", "cpu_user_seconds",
     "cpu_system_seconds", "events", "max_rss_mb", "input_bytes", "output_bytes",
     "read_time_seconds", "status", "exit_code", "failure_mode", "benchmark_type",
-    "benchmark_per_core", "source_format", "raw",
+    "benchmark_per_core", "source_format", "raw", "retry_of",
 ]  # fmt: skip
 
 

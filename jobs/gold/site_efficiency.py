@@ -5,6 +5,40 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from gridlake.tabledef import Check, Column, Table
+
+GOLD_SITE_EFFICIENCY_WEEKLY = Table(
+    database="gold",
+    name="site_efficiency_weekly",
+    grain="one row per week, site and vo.",
+    description=(
+        "CPU efficiency per site, VO and ISO week (ratios of sums over every job in silver, "
+        "outliers included)."
+    ),
+    columns=(
+        Column("week", "DATE", "Monday of the ISO week of the jobs' end_time (UTC)"),
+        Column("site", "STRING", "Grid site"),
+        Column("vo", "STRING", "Virtual organisation"),
+        Column("jobs", "BIGINT", "Job attempts that ended in the week"),
+        Column("failed_jobs", "BIGINT", "Attempts with status failed"),
+        Column("outlier_jobs", "BIGINT", "Attempts flagged is_outlier (CPU > wall x cores x 1.05)"),
+        Column("core_hours", "DOUBLE", "sum(wall_seconds x cores) / 3600"),
+        Column("cpu_hours", "DOUBLE", "sum(cpu_user_seconds + cpu_system_seconds) / 3600"),
+        Column("cpu_efficiency", "DOUBLE", "cpu_hours / core_hours (ratio of sums)"),
+        Column(
+            "good_cpu_over_all_wall",
+            "DOUBLE",
+            "CPU hours of successful attempts / core-hours of all attempts (ATLAS definition)",
+        ),
+        Column("wasted_core_hours", "DOUBLE", "Core-hours of failed attempts"),
+    ),
+    checks=(
+        Check("not_null", "week"),
+        Check("not_null", "site"),
+        Check("between", "jobs", {"min_value": 1}),
+    ),
+)
+
 
 def site_efficiency_weekly(jobs: DataFrame) -> DataFrame:
     """silver.jobs -> one row per (week, site, vo). Every job counts, outliers included."""

@@ -16,10 +16,10 @@ Mapping policy, the same for every adapter (``make_job``):
   (``end = start + wall``, ``wall = end - start``) make the record a :class:`Rejected`.
 - Required fields that a format simply does not carry are filled by fixed conventions, and their
   names are listed in the extra field ``defaulted_fields`` so that nobody mistakes them for
-  measurements: ``input_bytes``/``output_bytes`` 0, ``cpu_system_seconds`` 0 when the source
-  gives only the total CPU time (then held in ``cpu_user_seconds``), ``cores`` 1 (HTCondor's own
-  default for RequestCpus) and ``attempt`` 1 when absent, ``exit_code`` 0 for a success and -1
-  (unknown, non-zero) for a failure.
+  measurements: ``cpu_system_seconds`` 0 when the source gives only the total CPU time (then held
+  in ``cpu_user_seconds``), ``cores`` 1 (HTCondor's own default for RequestCpus) and ``attempt``
+  1 when absent. ``input_bytes``, ``output_bytes`` and ``exit_code`` are nullable in the
+  contract: a format without them leaves them null.
 - Two gaps are too big for a silent convention: a missing submit time and a missing outcome
   (APEL records, for instance, carry neither). By default such records are rejected with the
   reason; with ``fill_unknown=True`` the reader sets ``submit_time = start_time`` and
@@ -289,15 +289,6 @@ def make_job(
     if attempt is None:
         attempt = 1
         defaulted.append("attempt")
-    if input_bytes is None:
-        input_bytes = 0
-        defaulted.append("input_bytes")
-    if output_bytes is None:
-        output_bytes = 0
-        defaulted.append("output_bytes")
-    if exit_code is None:
-        exit_code = 0 if status == "success" else -1
-        defaulted.append("exit_code")
     if not host:
         host = UNKNOWN
         defaulted.append("host")

@@ -388,6 +388,9 @@ def _run_attempt(
     record = {
         "job_id": base_id if attempt == 1 else f"{base_id}.{attempt}",
         "attempt": attempt,
+        "retry_of": None
+        if attempt == 1
+        else (base_id if attempt == 2 else f"{base_id}.{attempt - 1}"),
         "vo": task.vo,
         "site": host.site,
         "host": host.name,
