@@ -136,6 +136,48 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    import time
+
+    from gridlake.sources.simulate import SimConfig, simulate
+
+    start = _week_start(args.start_week) if args.start is None else date.fromisoformat(args.start)
+    config = SimConfig(
+        start=start,
+        days=args.days,
+        sites=args.sites,
+        cpu_models=args.cpu_models,
+        jobs=args.jobs,
+        seed=args.seed,
+        effects=not args.no_effects,
+        monitored_hosts_per_site=args.monitored_hosts,
+        node_interval=args.node_interval,
+        latency_interval=args.latency_interval,
+        bad_share=args.bad_share,
+        resend_share=args.resend_share,
+    )
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    truth = simulate(config, out, progress=not args.quiet)
+    seconds = time.perf_counter() - t0
+    counts = truth["counts"]
+    print(
+        f"simulated {counts.get('jobs', 0)} jobs, {counts.get('nodes', 0)} node samples, "
+        f"{counts.get('network', 0)} network results in {seconds:.1f} s "
+        f"({counts.get('jobs', 0) / max(seconds, 1e-9):.0f} jobs/s) -> {out}"
+    )
+    if args.publish:
+        from gridlake.publish import publish_files
+
+        failed = False
+        for name in ("jobs", "nodes", "network"):
+            report = publish_files(f"grid.{name}", [out / f"{name}.jsonl"], progress=not args.quiet)
+            print(f"{report.topic}: published {report.published}")
+            failed |= not report.ok
+        return 1 if failed else 0
+    return 0
+
+
 def cmd_formats(_args: argparse.Namespace) -> int:
     from gridlake.sources.registry import FORMATS
 
@@ -201,6 +243,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--week", help="ISO week, e.g. 2026-W46 (default: the week just ended)")
     s.add_argument("--seed", type=int, default=7)
     s.set_defaults(func=cmd_demo_data)
+
+    s = sub.add_parser("simulate", help="simulate a grid with planted truth (files or Kafka)")
+    s.add_argument("--out", required=True, help="folder for *.jsonl, truth.json, *_truth.csv")
+    s.add_argument("--start", help="first day, YYYY-MM-DD (default: Monday of --start-week)")
+    s.add_argument("--start-week", help="ISO week, e.g. 2026-W46 (default: the week just ended)")
+    s.add_argument("--days", type=int, default=7)
+    s.add_argument("--sites", type=int, default=8)
+    s.add_argument("--cpu-models", type=int, default=12)
+    s.add_argument("--jobs", type=int, default=20_000, help="first attempts (retries on top)")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--no-effects", action="store_true", help="a clean control grid")
+    s.add_argument("--monitored-hosts", type=int, default=2, help="hosts per site with samples")
+    s.add_argument("--node-interval", type=int, default=60, help="seconds between node samples")
+    s.add_argument("--latency-interval", type=int, default=60, help="seconds between results")
+    s.add_argument("--bad-share", type=float, default=0.0, help="planted bad records share")
+    s.add_argument("--resend-share", type=float, default=0.0, help="re-sent duplicates share")
+    s.add_argument("--publish", action="store_true", help="then publish the files to Kafka")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_simulate)
 
     s = sub.add_parser("formats", help="list the source formats publish --format reads")
     s.set_defaults(func=cmd_formats)
