@@ -178,6 +178,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_agent(args: argparse.Namespace) -> int:
+    from gridlake.agent import main as agent_main
+
+    return agent_main(args)
+
+
 def cmd_formats(_args: argparse.Namespace) -> int:
     from gridlake.sources.registry import FORMATS
 
@@ -262,6 +268,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--publish", action="store_true", help="then publish the files to Kafka")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_simulate)
+
+    s = sub.add_parser("agent", help="sample this node (/proc) and publish grid.nodes records")
+    s.add_argument("--site", required=True, help="grid site of this node")
+    s.add_argument("--host", help="host name (default: this machine's FQDN)")
+    s.add_argument("--interval", type=float, default=10.0, help="seconds between samples")
+    s.add_argument("--count", type=int, help="stop after this many samples (default: run)")
+    s.add_argument("--stdout", action="store_true", help="print records instead of publishing")
+    s.add_argument("--spool", help="spool file for records the broker could not take yet")
+    s.add_argument("--max-spool-mb", type=float, default=64.0)
+    s.add_argument("--max-buffered", type=int, default=10_000, help="in-memory queue bound")
+    s.add_argument("--flush-spool", action="store_true", help="re-send the spool and exit")
+    s.add_argument("--flush-timeout", type=float, default=30.0, help="seconds to wait at exit")
+    s.set_defaults(func=cmd_agent)
 
     s = sub.add_parser("formats", help="list the source formats publish --format reads")
     s.set_defaults(func=cmd_formats)

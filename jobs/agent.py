@@ -1,0 +1,328 @@
+"""``gridlake agent``: sample the node it runs on and publish ``grid.nodes`` messages.
+
+Every ``interval`` seconds the agent reads ``/proc`` (``stat``, ``meminfo``, ``vmstat``,
+``diskstats``) - the counters vmstat and iostat themselves read - and turns the deltas into one
+``vmstat`` and one ``iostat`` record in the canonical form of ``schemas/grid.nodes.schema.json``.
+No subprocess per sample, no shell: a sample costs a few file reads.
+
+Delivery: records go to Kafka through an idempotent producer that retries for as long as the
+broker is away (``message.timeout.ms`` is 0: never expire). Its in-memory queue is bounded
+(``max_buffered``); what does not fit, or fails delivery, is appended to a spool file on disk
+(``spool``, bounded by ``max_spool_bytes``) and re-sent first once the broker is back. If even
+the spool is full the agent stops sampling and says so on stderr and in its exit status, rather
+than dropping anything silently. ``--flush-spool`` re-sends a spool and exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gridlake.settings import TOPICS, Settings, get_settings
+
+SKIP_DEVICE_PREFIXES = ("loop", "ram", "zram", "fd", "sr")
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024 if hasattr(os, "sysconf") else 4
+
+
+@dataclass(frozen=True)
+class Counters:
+    """One reading of the kernel counters."""
+
+    at: float
+    cpu: tuple[int, ...]  # user nice system idle iowait irq softirq steal
+    intr: int
+    ctxt: int
+    procs_running: int
+    procs_blocked: int
+    mem: dict[str, int]  # kB
+    vm: dict[str, int]
+    disks: dict[str, tuple[int, ...]]  # the 11 classic diskstats fields
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="ascii") as fh:
+        return fh.read()
+
+
+def read_counters(proc: str = "/proc") -> Counters:
+    cpu: tuple[int, ...] = ()
+    intr = ctxt = running = blocked = 0
+    for line in _read(f"{proc}/stat").splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "cpu":
+            cpu = tuple(int(x) for x in parts[1:9])
+        elif parts[0] == "intr":
+            intr = int(parts[1])
+        elif parts[0] == "ctxt":
+            ctxt = int(parts[1])
+        elif parts[0] == "procs_running":
+            running = int(parts[1])
+        elif parts[0] == "procs_blocked":
+            blocked = int(parts[1])
+    mem = {}
+    for line in _read(f"{proc}/meminfo").splitlines():
+        key, _, rest = line.partition(":")
+        mem[key] = int(rest.split()[0])
+    vm = {}
+    for line in _read(f"{proc}/vmstat").splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("pswpin", "pswpout", "pgpgin", "pgpgout"):
+            vm[key] = int(value)
+    disks = {}
+    for line in _read(f"{proc}/diskstats").splitlines():
+        parts = line.split()
+        name = parts[2]
+        if name.startswith(SKIP_DEVICE_PREFIXES) or not os.path.exists(f"/sys/block/{name}"):
+            continue  # virtual devices and partitions (iostat -x shows whole devices too)
+        disks[name] = tuple(int(x) for x in parts[3:14])
+    return Counters(time.time(), cpu, intr, ctxt, running, blocked, mem, vm, disks)
+
+
+def to_records(a: Counters, b: Counters, site: str, host: str) -> list[dict[str, Any]]:
+    """The vmstat and iostat records of the interval between two readings."""
+    dt = max(b.at - a.at, 1e-6)
+    d = [y - x for x, y in zip(a.cpu, b.cpu, strict=True)]
+    total = max(sum(d), 1)
+    user, nice, system, idle, iowait, irq, softirq, steal = d
+
+    def pct(x: float) -> float:
+        return round(100.0 * x / total, 2)
+
+    ts = datetime.fromtimestamp(b.at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    base = {"site": site, "host": host, "ts": ts, "interval_seconds": round(dt, 3)}
+    mem = b.mem
+    vmstat = {
+        **base,
+        "kind": "vmstat",
+        "r": b.procs_running,
+        "b": b.procs_blocked,
+        "swpd_kb": mem.get("SwapTotal", 0) - mem.get("SwapFree", 0),
+        "free_kb": mem.get("MemFree", 0),
+        "buff_kb": mem.get("Buffers", 0),
+        "cache_kb": mem.get("Cached", 0) + mem.get("SReclaimable", 0),
+        "si": round((b.vm.get("pswpin", 0) - a.vm.get("pswpin", 0)) * PAGE_KIB / dt, 1),
+        "so": round((b.vm.get("pswpout", 0) - a.vm.get("pswpout", 0)) * PAGE_KIB / dt, 1),
+        "bi": round((b.vm.get("pgpgin", 0) - a.vm.get("pgpgin", 0)) / dt, 1),
+        "bo": round((b.vm.get("pgpgout", 0) - a.vm.get("pgpgout", 0)) / dt, 1),
+        "in": round((b.intr - a.intr) / dt, 1),
+        "cs": round((b.ctxt - a.ctxt) / dt, 1),
+        "us": pct(user + nice),
+        "sy": pct(system + irq + softirq),
+        "id": pct(idle),
+        "wa": pct(iowait),
+        "st": pct(steal),
+    }
+    disks = []
+    for name, y in b.disks.items():
+        x = a.disks.get(name)
+        if x is None:
+            continue
+        reads, _rm, rsec, rms, writes, _wm, wsec, wms, _inflight, ticks, queue = (
+            q - p for p, q in zip(x, y, strict=True)
+        )
+        disks.append(
+            {
+                "device": name,
+                "r_s": round(reads / dt, 2),
+                "w_s": round(writes / dt, 2),
+                "rkb_s": round(rsec / 2 / dt, 2),
+                "wkb_s": round(wsec / 2 / dt, 2),
+                "r_await_ms": round(rms / reads, 2) if reads else 0.0,
+                "w_await_ms": round(wms / writes, 2) if writes else 0.0,
+                "aqu_sz": round(queue / 1000 / dt, 2),
+                "util_pct": round(min(100.0, ticks / 10 / dt), 2),
+            }
+        )
+    iostat = {
+        **base,
+        "kind": "iostat",
+        "cpu_user": pct(user + nice),
+        "cpu_system": pct(system + irq + softirq),
+        "cpu_iowait": pct(iowait),
+        "cpu_steal": pct(steal),
+        "cpu_idle": pct(idle),
+        "disks": disks,
+    }
+    return [vmstat, iostat]
+
+
+@dataclass
+class Spool:
+    """An append-only file of records waiting for the broker, bounded in bytes."""
+
+    path: Path
+    max_bytes: int
+
+    def size(self) -> int:
+        return self.path.stat().st_size if self.path.exists() else 0
+
+    def append(self, lines: list[str]) -> bool:
+        data = "".join(line + "\n" for line in lines)
+        if self.size() + len(data) > self.max_bytes:
+            return False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return True
+
+    def take(self) -> list[str]:
+        """Read and remove the spooled lines (the caller re-queues them)."""
+        if not self.path.exists():
+            return []
+        lines = [x for x in self.path.read_text(encoding="utf-8").splitlines() if x.strip()]
+        self.path.unlink()
+        return lines
+
+
+@dataclass
+class Publisher:
+    """Kafka producer with a bounded queue; overflow and failed deliveries go to the spool."""
+
+    settings: Settings
+    spool: Spool
+    max_buffered: int = 10_000
+    delivered: int = 0
+    spooled: int = 0
+    failed: list[str] = field(default_factory=list)
+    _producer: Any = None
+
+    def __post_init__(self) -> None:
+        from confluent_kafka import Producer
+
+        self._producer = Producer(
+            {
+                "bootstrap.servers": self.settings.kafka_bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 50,
+                "message.timeout.ms": 0,  # never expire: retry while the broker is away
+                "queue.buffering.max.messages": self.max_buffered,
+                "client.id": "gridlake-agent",
+            }
+        )
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        if err is None:
+            self.delivered += 1
+        else:
+            self.failed.append(msg.value().decode())
+
+    def send(self, lines: list[str]) -> bool:
+        """Queue records; returns False only if neither the queue nor the spool could take them."""
+        overflow: list[str] = []
+        for i, line in enumerate(lines):
+            key = json.loads(line)["host"].encode()
+            try:
+                self._producer.produce(
+                    TOPICS["nodes"], value=line.encode(), key=key, on_delivery=self._on_delivery
+                )
+            except BufferError:
+                overflow = lines[i:]
+                break
+        self._producer.poll(0)
+        if self.failed:
+            overflow = self.failed + overflow
+            self.failed = []
+        if overflow:
+            if not self.spool.append(overflow):
+                return False
+            self.spooled += len(overflow)
+        return True
+
+    def resend_spool(self) -> None:
+        if len(self._producer) == 0 and self.spool.size():
+            self.send(self.spool.take())
+
+    def flush(self, timeout: float) -> int:
+        """Wait for deliveries; what is still queued after ``timeout`` goes to the spool."""
+        remaining = self._producer.flush(timeout)
+        if remaining:
+            self._producer.purge(in_queue=True, in_flight=False)
+            self._producer.poll(1)  # purged messages come back as failed deliveries
+        if self.failed:
+            self.spool.append(self.failed)
+            self.spooled += len(self.failed)
+            self.failed = []
+        return remaining
+
+
+def run(
+    interval: float,
+    count: int | None,
+    site: str,
+    host: str,
+    sink: Callable[[list[str]], bool],
+    proc: str = "/proc",
+    on_tick: Callable[[], None] | None = None,
+) -> int:
+    """Sample every ``interval`` seconds (``count`` intervals, or until SIGTERM/SIGINT)."""
+    stop = False
+
+    def _stop(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    prev = read_counters(proc)
+    next_at = prev.at + interval
+    n = 0
+    while not stop and (count is None or n < count):
+        delay = next_at - time.time()
+        if delay > 0:
+            time.sleep(delay)
+        cur = read_counters(proc)
+        lines = [json.dumps(r, separators=(",", ":")) for r in to_records(prev, cur, site, host)]
+        if not sink(lines):
+            print("gridlake agent: broker away and spool full; stopping", file=sys.stderr)
+            return 3
+        if on_tick is not None:
+            on_tick()
+        prev, n = cur, n + 1
+        next_at += interval
+    return 0
+
+
+def main(args: Any) -> int:
+    settings = get_settings()
+    spool = Spool(
+        Path(args.spool or settings.state / "agent" / "spool.jsonl"),
+        int(args.max_spool_mb * 1024 * 1024),
+    )
+    host = args.host or socket.getfqdn()
+    if args.stdout:
+        return run(args.interval, args.count, args.site, host, _print_sink)
+    pub = Publisher(settings, spool, args.max_buffered)
+    if args.flush_spool:
+        pub.send(spool.take())
+        left = pub.flush(args.flush_timeout)
+        print(f"delivered {pub.delivered}, left in spool {pub.spooled if left else 0}")
+        return 0 if not left else 1
+    pub.resend_spool()
+    status = run(args.interval, args.count, args.site, host, pub.send, on_tick=pub.resend_spool)
+    left = pub.flush(args.flush_timeout)
+    print(
+        f"gridlake agent: delivered {pub.delivered}, spooled {pub.spooled}"
+        + (f" ({left} undelivered at exit, kept in {spool.path})" if left else ""),
+        file=sys.stderr,
+    )
+    return status
+
+
+def _print_sink(lines: list[str]) -> bool:
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    sys.stdout.flush()
+    return True
