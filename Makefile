@@ -45,6 +45,9 @@ test: install ## unit and integration tests against real Kafka, Spark, Delta, Ai
 test-unit: install ## only the tests that need no service
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m "not integration" $(PYTEST_ARGS)
 
+bench: install ## speed/memory figures vs same-run references (BENCH_SCALE=small|standard|full)
+	@GRIDLAKE_INSTANCE=bench GRIDLAKE_PORT_OFFSET=400 $(PY) -m gridlake.bench $(BENCH_ARGS)
+
 lint: ## ruff lint and format check
 	@$(VENV)/bin/ruff check jobs tests dags superset
 	@$(VENV)/bin/ruff format --check jobs tests dags superset

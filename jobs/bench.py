@@ -1,0 +1,384 @@
+"""``make bench``: speed and memory figures, each reported against a reference measured in the
+same run (never as absolute targets inside unit tests).
+
+Stages (``--only`` picks some):
+
+- ``simulate``: simulator rate (jobs/s and records/s with node and network samples) at two sizes,
+  and the simulator's peak memory at both (it streams: memory must stay flat).
+- ``publish``: ``gridlake publish`` rate against Kafka's own ``ProducerPerformance`` tool sending
+  the same payloads with the same producer settings, ratio (target >= 0.7).
+- ``agent``: the node agent's overhead measured as seed 004 measures a collector: a CPU-bound
+  workload run repeatedly without and with the agent sampling every 10 s (blocks ABAB), mean and
+  standard deviation of each, ratio to baseline (target < 1%).
+- ``silver``: refine day 1 into empty silver tables, then 29 days of history, then day 31; the
+  day-31 / day-1 time ratio (target <= 1.3) and the peak driver memory.
+- ``gold``: every gold table of the efficiency issue, and the CPU speed-factor fit, on a grid of
+  N jobs and one of 10 N: wall time, ratio (targets < 8x and < 10x), peak driver memory.
+
+Scales: ``small`` (minutes, a smoke check), ``standard`` (the default) and ``full`` (the issues'
+figures: 10 M simulated jobs, 1 M jobs a day into 30 M, gold on 1 M and 10 M; hours on 2 cores).
+The bench uses its own instance (``GRIDLAKE_INSTANCE=bench``, ports + 400), wiped at the start.
+Results: printed, and written to ``$GRIDLAKE_HOME/bench/results-<scale>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from gridlake.settings import REPO_ROOT, get_settings
+
+
+@dataclass(frozen=True)
+class Scale:
+    sim_jobs: int
+    publish_records: int
+    agent_runs: int
+    agent_work_seconds: float
+    day_jobs: int
+    gold_jobs: int  # the small size; the large one is 10x
+
+
+SCALES = {
+    "small": Scale(50_000, 100_000, 6, 2.0, 3_000, 20_000),
+    "standard": Scale(500_000, 500_000, 10, 3.0, 20_000, 100_000),
+    "full": Scale(10_000_000, 1_000_000, 20, 3.0, 1_000_000, 1_000_000),
+}
+INFRA = REPO_ROOT / "infra"
+
+
+def _infra(script: str, action: str) -> None:
+    subprocess.run(["bash", str(INFRA / script), action], check=True, stdout=subprocess.DEVNULL)
+
+
+@contextmanager
+def _services(names: tuple[str, ...]) -> Iterator[None]:
+    started = []
+    try:
+        for name in names:
+            _infra(f"{name}.sh", "start")
+            started.append(name)
+        yield
+    finally:
+        for name in reversed(started):
+            _infra(f"{name}.sh", "stop")
+
+
+def _peak_reset(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/clear_refs").write_text("5")  # resets VmHWM (peak RSS)
+
+
+def _peak_mb(pid: int) -> float | None:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    m = re.search(r"VmHWM:\s+(\d+) kB", text)
+    return round(int(m.group(1)) / 1024, 1) if m else None
+
+
+def _simulate(out: Path, jobs: int, days: int, start: date, **kw: Any) -> tuple[float, float, dict]:
+    """Run the simulator in a child process; (seconds, peak RSS MB, truth counts)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    args = [sys.executable, "-m", "gridlake.cli", "simulate", "--out", str(out), "--quiet",
+            "--jobs", str(jobs), "--days", str(days), "--start", start.isoformat()]  # fmt: skip
+    for k, v in kw.items():
+        args += [f"--{k.replace('_', '-')}", str(v)]
+    t0 = time.perf_counter()
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    truth = json.loads((out / "truth.json").read_text())
+    # ru_maxrss of children is the max over all children so far: report it only when it grew
+    return seconds, round(max(peak, before) / 1024, 1), truth["counts"]
+
+
+def bench_simulate(scale: Scale, work: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for label, n in (("small", scale.sim_jobs // 10), ("large", scale.sim_jobs)):
+        folder = work / f"sim-{label}"
+        seconds, peak, counts = _simulate(folder, n, 7, date(2026, 9, 7))
+        records = counts.get("jobs", 0) + counts.get("nodes", 0) + counts.get("network", 0)
+        out[label] = {
+            "jobs": counts.get("jobs", 0),
+            "node_samples": counts.get("nodes", 0),
+            "network_results": counts.get("network", 0),
+            "seconds": round(seconds, 1),
+            "jobs_per_second": round(counts.get("jobs", 0) / seconds),
+            "records_per_second": round(records / seconds),
+            "peak_rss_mb": peak,
+        }
+        shutil.rmtree(folder, ignore_errors=True) if label == "large" else None
+    out["peak_rss_ratio_large_vs_small"] = round(
+        out["large"]["peak_rss_mb"] / max(out["small"]["peak_rss_mb"], 1e-9), 2
+    )
+    return out
+
+
+def _producer_performance(path: Path, n: int) -> float:
+    settings = get_settings()
+    libs = settings.home / "kafka" / "libs"
+    cmd = [
+        "java", "-cp", f"{libs}/*", "org.apache.kafka.tools.ProducerPerformance",
+        "--topic", "grid.jobs", "--num-records", str(n), "--payload-file", str(path),
+        "--throughput", "-1", "--producer-props", f"bootstrap.servers={settings.kafka_bootstrap}",
+        "acks=all", "enable.idempotence=true", "linger.ms=20", "compression.type=lz4",
+    ]  # fmt: skip
+    text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", text)
+    if not m:
+        raise RuntimeError(f"ProducerPerformance printed no summary:\n{text[-2000:]}")
+    return float(m[-1][1])
+
+
+def bench_publish(scale: Scale, work: Path) -> dict[str, Any]:
+    from gridlake.publish import publish_files
+
+    sim = work / "sim-small" / "jobs.jsonl"
+    if not sim.exists():
+        _simulate(work / "sim-small", max(scale.sim_jobs // 10, 10_000), 7, date(2026, 9, 7))
+    lines = [x for x in sim.read_text().splitlines() if x.strip()]
+    payload = work / "publish.jsonl"
+    with payload.open("w") as fh:
+        for i in range(scale.publish_records):
+            fh.write(lines[i % len(lines)] + "\n")
+    reference = _producer_performance(payload, scale.publish_records)
+    t0 = time.perf_counter()
+    report = publish_files("grid.jobs", [payload], progress=False)
+    seconds = time.perf_counter() - t0
+    ours = report.published / seconds
+    return {
+        "records": report.published,
+        "gridlake_publish_msg_per_s": round(ours),
+        "kafka_producer_performance_msg_per_s": round(reference),
+        "ratio": round(ours / reference, 3),
+        "target": ">= 0.7",
+    }
+
+
+WORKLOAD = (  # CPU-bound: repeated SHA-256 over 4 KiB
+    "import sys,hashlib\nb=b'x'*4096\nn=int(sys.argv[1])\n"
+    "for _ in range(n): b=hashlib.sha256(b).digest()*128\n"
+)
+
+
+def _calibrate(seconds: float) -> int:
+    n = 20_000
+    while True:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", WORKLOAD, str(n)], check=True)
+        dt = time.perf_counter() - t0
+        if dt > 0.5:
+            return int(n * seconds / dt)
+        n *= 4
+
+
+def _timed_runs(n_iter: int, runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", WORKLOAD, str(n_iter)], check=True)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def bench_agent(scale: Scale, work: Path, interval: float = 10.0) -> dict[str, Any]:
+    n_iter = _calibrate(scale.agent_work_seconds)
+    base: list[float] = []
+    with_agent: list[float] = []
+    half = max(1, scale.agent_runs // 2)
+    for _block in range(2):  # ABAB against drift of a shared machine
+        base += _timed_runs(n_iter, half)
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "gridlake.cli", "agent", "--site", "BENCH", "--host",
+             "bench.local", "--interval", str(interval), "--spool", str(work / "agent.spool")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(2)  # started and connected
+        try:
+            with_agent += _timed_runs(n_iter, half)
+        finally:
+            agent.terminate()
+            agent.wait(60)
+    mb, sb = statistics.mean(base), statistics.stdev(base)
+    ma, sa = statistics.mean(with_agent), statistics.stdev(with_agent)
+    return {
+        "interval_seconds": interval,
+        "runs_per_arm": len(base),
+        "baseline_mean_s": round(mb, 4),
+        "baseline_sd_s": round(sb, 4),
+        "with_agent_mean_s": round(ma, 4),
+        "with_agent_sd_s": round(sa, 4),
+        "overhead_ratio": round(ma / mb - 1, 4),
+        "overhead_ratio_sd": round((ma / mb) * ((sa / ma) ** 2 + (sb / mb) ** 2) ** 0.5, 4),
+        "target": "< 0.01",
+    }
+
+
+def _spark():  # noqa: ANN202
+    from gridlake.spark import get_spark
+
+    return get_spark(app_name="gridlake-bench")
+
+
+def _jvm_pid(spark: Any) -> int:
+    return int(spark._jvm.java.lang.ProcessHandle.current().pid())
+
+
+def _timed(fn: Callable[[], Any], pids: list[int]) -> tuple[float, dict[str, float | None]]:
+    for p in pids:
+        _peak_reset(p)
+    t0 = time.perf_counter()
+    fn()
+    seconds = time.perf_counter() - t0
+    return seconds, {str(p): _peak_mb(p) for p in pids}
+
+
+def _load_bronze(spark: Any, path: str, name: str, day_col: str, days: list[date]) -> None:
+    """Append the records of ``days`` to bronze.<name>, as ``gridlake ingest`` would have."""
+    from pyspark.sql import functions as F
+
+    from gridlake.silver.files import bronze_from_jsonl
+    from gridlake.tables import BRONZE
+
+    table = BRONZE[name]
+    table.ensure(spark)
+    df = bronze_from_jsonl(spark, path, name)
+    day = F.to_date(F.get_json_object("value", f"$.{day_col}"))
+    rows = (
+        df.filter(day.isin(*days))
+        .withColumn("ingested_at", F.current_timestamp())
+        .withColumn("ingest_date", F.current_date())
+    )
+    table.conform(rows).write.format("delta").mode("append").save(table.path())
+
+
+def bench_silver(scale: Scale, work: Path) -> dict[str, Any]:
+    from gridlake.silver.refine import refine
+
+    start = date(2026, 7, 6)
+    folder = work / "sim-silver"
+    _simulate(folder, scale.day_jobs * 31, 31, start, node_interval=300, latency_interval=3600)
+    spark = _spark()
+    pids = [os.getpid(), _jvm_pid(spark)]
+    days = [start + timedelta(days=i) for i in range(31)]
+    out: dict[str, Any] = {"jobs_per_day": scale.day_jobs}
+
+    def load_and_refine(chunk: list[date]) -> None:
+        _load_bronze(spark, str(folder / "jobs.jsonl"), "jobs", "end_time", chunk)
+        _load_bronze(spark, str(folder / "nodes.jsonl"), "nodes", "ts", chunk)
+        refine(spark, "jobs")
+        refine(spark, "nodes")
+
+    chunks = (
+        ("day_1", days[:1]),
+        ("day_2", days[1:2]),
+        ("history_days_3_30", days[2:30]),
+        ("day_31", days[30:]),
+    )
+    for label, chunk in chunks:
+        seconds, peaks = _timed(lambda c=chunk: load_and_refine(c), pids)
+        out[label] = {"seconds": round(seconds, 1), "peak_rss_mb": peaks}
+    out["ratio_day31_vs_day1"] = round(out["day_31"]["seconds"] / out["day_1"]["seconds"], 3)
+    out["ratio_day31_vs_day2"] = round(out["day_31"]["seconds"] / out["day_2"]["seconds"], 3)
+    out["target"] = "day31/day1 <= 1.3"
+    spark.stop()
+    return out
+
+
+def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
+    from gridlake.gold.analyze import gold_frames
+    from gridlake.silver.files import silver_jobs_from_jsonl
+
+    spark = _spark()
+    pids = [os.getpid(), _jvm_pid(spark)]
+    out: dict[str, Any] = {}
+    root = get_settings().storage_root.rstrip("/") + "/bench"
+    for label, n in (("n", scale.gold_jobs), ("10n", 10 * scale.gold_jobs)):
+        folder = work / f"sim-gold-{label}"
+        _simulate(folder, n, 28, date(2026, 8, 3), monitored_hosts=0, latency_interval=86400)
+        silver_path = f"{root}/silver_jobs_{label}"
+        silver_jobs_from_jsonl(spark, str(folder / "jobs.jsonl")).write.format("delta").mode(
+            "overwrite"
+        ).save(silver_path)
+        shutil.rmtree(folder, ignore_errors=True)
+        jobs = spark.read.format("delta").load(silver_path)
+        count = jobs.count()
+
+        def run_all(group: str, jobs: Any = jobs, label: str = label) -> None:
+            for name, df in gold_frames(jobs, group).items():
+                df.write.format("delta").mode("overwrite").save(f"{root}/{label}/{name}")
+
+        for group in ("efficiency", "speed_factors"):
+            seconds, peaks = _timed(lambda g=group: run_all(g), pids)
+            out.setdefault(group, {})[label] = {
+                "jobs": count, "seconds": round(seconds, 1), "peak_rss_mb": peaks,
+            }  # fmt: skip
+    for group, target in (("efficiency", "< 8"), ("speed_factors", "< 10")):
+        g = out[group]
+        g["ratio_10n_vs_n"] = round(g["10n"]["seconds"] / g["n"]["seconds"], 2)
+        g["target"] = target
+    spark.stop()
+    return out
+
+
+STAGES: dict[str, Callable[[Scale, Path], dict[str, Any]]] = {
+    "simulate": bench_simulate,
+    "publish": bench_publish,
+    "agent": bench_agent,
+    "silver": bench_silver,
+    "gold": bench_gold,
+}
+NEEDS = {"publish": ("kafka",), "agent": ("kafka",), "silver": ("derby",), "gold": ("derby",)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="gridlake-bench", description=__doc__)
+    p.add_argument(
+        "--scale", choices=sorted(SCALES), default=os.environ.get("BENCH_SCALE", "standard")
+    )
+    p.add_argument("--only", help="comma-separated stages: " + ",".join(STAGES))
+    args = p.parse_args(argv)
+    settings = get_settings()
+    if settings.instance != "bench":
+        raise SystemExit("run through `make bench` (GRIDLAKE_INSTANCE=bench, GRIDLAKE_PORT_OFFSET)")
+    shutil.rmtree(settings.state, ignore_errors=True)
+    settings.state.mkdir(parents=True, exist_ok=True)
+    scale = SCALES[args.scale]
+    stages = args.only.split(",") if args.only else list(STAGES)
+    services = tuple(dict.fromkeys(s for st in stages for s in NEEDS.get(st, ())))
+    results: dict[str, Any] = {"scale": args.scale, "scale_parameters": scale.__dict__,
+                               "machine": {"cpus": os.cpu_count()}}  # fmt: skip
+    with tempfile.TemporaryDirectory(dir=settings.state) as tmp, _services(services):
+        for stage in stages:
+            print(f"== {stage}", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            results[stage] = STAGES[stage](scale, Path(tmp))
+            results[stage]["stage_seconds"] = round(time.perf_counter() - t0, 1)
+            print(json.dumps({stage: results[stage]}, indent=2), flush=True)
+    out = settings.home / "bench" / f"results-{args.scale}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
