@@ -1,20 +1,26 @@
 """Format name -> (Kafka topic, reader) for every real-format adapter.
 
 Each reader is ``reader(path, *, site=None, host=None, vo=None) -> Iterator[dict | Rejected]``
-(``gridlake.sources.base``); job readers also take ``fill_unknown=`` and the Slurm reader
-``fields=`` and ``tz=``.
+(``gridlake.sources.base``); job readers also take ``fill_unknown=``, the Slurm reader
+``fields=`` and ``tz=``, the PBS, SGE and LSF readers ``blah=`` (CREAM BLAH files that give
+batch jobs their VO; ``gridlake.sources.cream``).
 """
 
 from __future__ import annotations
 
 from gridlake.sources.apel import read_apel_jobs, read_apel_summaries
 from gridlake.sources.base import Reader
+from gridlake.sources.cream import read_blah
 from gridlake.sources.htcondor import (
     read_apel_condor_lines,
     read_condor_history,
     read_condor_history_json,
 )
+from gridlake.sources.lsf import read_lsf
+from gridlake.sources.pbs import read_pbs
+from gridlake.sources.sge import read_sge
 from gridlake.sources.slurm import read_sacct
+from gridlake.sources.supremm import read_supremm
 from gridlake.sources.swf import read_swf
 
 JOBS_TOPIC = "grid.jobs"
@@ -26,6 +32,11 @@ FORMATS: dict[str, tuple[str, Reader]] = {
     "htcondor-apel": (JOBS_TOPIC, read_apel_condor_lines),  # APEL htcondor_acc.sh '|' lines
     "slurm": (JOBS_TOPIC, read_sacct),  # sacct -P, with or without header
     "swf": (JOBS_TOPIC, read_swf),  # Standard Workload Format traces
+    "pbs": (JOBS_TOPIC, read_pbs),  # PBS/Torque accounting log 'E' records
+    "sge": (JOBS_TOPIC, read_sge),  # Grid Engine accounting file
+    "lsf": (JOBS_TOPIC, read_lsf),  # LSF lsb.acct JOB_FINISH records
+    "cream-blah": (JOBS_TOPIC, read_blah),  # CREAM BLAH log: only rejections (no CPU/wall)
+    "supremm": (JOBS_TOPIC, read_supremm),  # SUPReMM/XDMoD job summaries (PCP)
     "apel-job": (JOBS_TOPIC, read_apel_jobs),  # APEL-individual-job-message v0.2-v0.4
     "apel-summary": (SUMMARIES_TOPIC, read_apel_summaries),  # APEL-summary-job-message
 }
