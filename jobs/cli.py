@@ -10,6 +10,8 @@ from pathlib import Path
 
 from gridlake.settings import TOPICS, get_settings
 
+GOLD_GROUPS = ("site_efficiency", "efficiency", "speed_factors", "io_signatures", "network")
+
 
 def _spark():  # noqa: ANN202
     from gridlake.spark import get_spark
@@ -56,10 +58,11 @@ def cmd_refine(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_analyze(_args: argparse.Namespace) -> int:
+def cmd_analyze(args: argparse.Namespace) -> int:
     from gridlake.gold.analyze import analyze
 
-    for table, rows in analyze(_spark()).items():
+    groups = args.only.split(",") if args.only else None
+    for table, rows in analyze(_spark(), groups=groups).items():
         print(f"{table}: {rows} rows")
     return 0
 
@@ -216,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_refine)
 
     s = sub.add_parser("analyze", help="silver -> gold tables")
+    s.add_argument(
+        "--only",
+        help="comma-separated groups (default all): " + ",".join(GOLD_GROUPS),
+    )
     s.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("publish", help="publish files (canonical JSON lines, or --format FMT)")

@@ -6,12 +6,25 @@ from datetime import date, datetime
 
 import pytest
 from pyspark.sql import Row
+from pyspark.sql import functions as F
 
 from gridlake.gold.site_efficiency import site_efficiency_weekly
 from gridlake.silver.jobs import derive_job_columns, latest_per_key
 from gridlake.tables import GOLD_SITE_EFFICIENCY_WEEKLY
 
 SILVER_COLS = "site string, vo string, week date, status string, is_outlier boolean, cores_wall_seconds double, cpu_seconds double"  # noqa: E501
+
+
+def _silver(spark, rows):
+    """SILVER_COLS rows plus the other inputs of the gold measures (distinct job ids, no
+    retries, no events, no HS23): tests/test_gold_efficiency.py covers those."""
+    return (
+        spark.createDataFrame(rows, SILVER_COLS)
+        .withColumn("job_id", F.monotonically_increasing_id().cast("string"))
+        .withColumn("retry_of", F.lit(None).cast("string"))
+        .withColumn("events", F.lit(None).cast("bigint"))
+        .withColumn("hs23_core_hours", F.lit(None).cast("double"))
+    )
 
 
 def test_site_efficiency_weekly_matches_hand_computation(spark) -> None:
@@ -26,7 +39,7 @@ def test_site_efficiency_weekly_matches_hand_computation(spark) -> None:
         # site B, atlas, week 46: only a failure
         ("B", "atlas", w46, "failed", False, 10 * 3600.0, 9 * 3600.0),
     ]
-    jobs = spark.createDataFrame(rows, SILVER_COLS)
+    jobs = _silver(spark, rows)
     out = {
         (r.site, r.vo, r.week): r
         for r in GOLD_SITE_EFFICIENCY_WEEKLY.conform(site_efficiency_weekly(jobs)).collect()
@@ -53,9 +66,7 @@ def test_site_efficiency_weekly_matches_hand_computation(spark) -> None:
 
 
 def test_zero_wall_time_gives_null_efficiency_not_an_error(spark) -> None:
-    jobs = spark.createDataFrame(
-        [("A", "atlas", date(2026, 11, 16), "failed", False, 0.0, 0.0)], SILVER_COLS
-    )
+    jobs = _silver(spark, [("A", "atlas", date(2026, 11, 16), "failed", False, 0.0, 0.0)])
     (row,) = site_efficiency_weekly(jobs).collect()
     assert row.cpu_efficiency is None
     assert row.core_hours == 0.0

@@ -1,20 +1,143 @@
-"""silver -> gold: recompute the gold tables (overwrite: idempotent, reruns give the same table)."""
+"""silver -> gold: recompute the gold tables, one group at a time (each an Airflow task).
+
+Every table is overwritten from silver, so a rerun gives the same table and a changed rule table
+re-scores all of history. Groups and what they read:
+
+- ``site_efficiency``: silver.jobs -> gold.site_efficiency_weekly, site_jobtype_efficiency_weekly
+- ``efficiency``: silver.jobs (+ gold.efficiency_outlier_rules) -> cpu_model_efficiency,
+  failure_vs_duration, job_length_advice, multicore_scaling/fit, efficiency_outliers
+- ``speed_factors``: silver.jobs -> cpu_speed_factors, speed_factor_agreement,
+  benchmark_mismatch, site_speed_anomalies
+- ``io_signatures``: silver.jobs, node samples, job_node_features (+ gold.io_signature_rules)
+  -> job_io_signature, node_saturation, workflow_io_profile, site_io_stress_weekly
+- ``network``: silver.network -> network_link_status, network_alarms, network_cost_matrix
+
+Rule tables are operator-editable: when the table exists and has rows it is used as it is (a new
+``rule_version`` row set takes effect on the next run); otherwise the defaults are written.
+"""
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+import logging
+from collections.abc import Callable, Sequence
 
-from gridlake.gold.site_efficiency import site_efficiency_weekly
+from pyspark.sql import DataFrame, SparkSession
+
 from gridlake.settings import Settings, get_settings
-from gridlake.tables import GOLD_SITE_EFFICIENCY_WEEKLY, SILVER_JOBS
+from gridlake.tabledef import Table
+
+log = logging.getLogger(__name__)
+
+GROUPS = ("site_efficiency", "efficiency", "speed_factors", "io_signatures", "network")
 
 
-def analyze(spark: SparkSession, settings: Settings | None = None) -> dict[str, int]:
+def _group_tables(group: str) -> tuple[Table, ...]:
+    if group == "site_efficiency":
+        from gridlake.gold.site_efficiency import TABLES
+    elif group == "efficiency":
+        from gridlake.gold.efficiency import TABLES
+    elif group == "speed_factors":
+        from gridlake.gold.speed_factors import TABLES
+    elif group == "io_signatures":
+        from gridlake.gold.io_signatures import TABLES
+    elif group == "network":
+        from gridlake.gold.network import TABLES
+    else:
+        raise ValueError(f"unknown gold group {group!r}; one of {GROUPS}")
+    return TABLES
+
+
+def gold_tables() -> tuple[Table, ...]:
+    return tuple(t for g in GROUPS for t in _group_tables(g))
+
+
+def gold_frames(jobs: DataFrame, group: str) -> dict[str, DataFrame]:
+    """The gold DataFrames of a group that needs silver.jobs only (benchmarks, what-ifs)."""
+    if group == "site_efficiency":
+        from gridlake.gold.site_efficiency import compute
+    elif group == "efficiency":
+        from gridlake.gold.efficiency import compute
+    elif group == "speed_factors":
+        from gridlake.gold.speed_factors import compute
+    else:
+        raise ValueError(f"group {group!r} needs more than silver.jobs")
+    return compute(jobs)
+
+
+def _read(spark: SparkSession, table: Table, settings: Settings) -> DataFrame:
+    table.ensure(spark, settings)
+    return spark.read.format("delta").load(table.path(settings))
+
+
+def _rules(spark: SparkSession, table: Table, default: Callable[[], DataFrame],
+           settings: Settings) -> tuple[DataFrame, bool]:  # fmt: skip
+    """(rules, from_table): the operator's table when it has rows, else the defaults."""
+    existing = _read(spark, table, settings)
+    if existing.limit(1).count():
+        return existing, True
+    return default(), False
+
+
+def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, DataFrame]:
+    from gridlake.tables import (
+        SILVER_JOB_NODE_FEATURES,
+        SILVER_JOBS,
+        SILVER_NETWORK,
+        SILVER_NODE_DISK_SAMPLES,
+        SILVER_NODE_SAMPLES,
+    )
+
+    if group == "network":
+        from gridlake.gold import network
+
+        frames = network.compute(_read(spark, SILVER_NETWORK, settings))
+        return frames
+    jobs = _read(spark, SILVER_JOBS, settings)
+    if group == "efficiency":
+        from gridlake.gold import efficiency
+
+        rules, kept = _rules(spark, efficiency.GOLD_EFFICIENCY_OUTLIER_RULES,
+                             lambda: efficiency.outlier_rules_frame(spark), settings)  # fmt: skip
+        frames = efficiency.compute(jobs, rules)
+        if kept:
+            frames.pop(efficiency.GOLD_EFFICIENCY_OUTLIER_RULES.full_name)
+        return frames
+    if group == "io_signatures":
+        from gridlake.gold import io_signatures
+
+        rules, kept = _rules(spark, io_signatures.GOLD_IO_SIGNATURE_RULES,
+                             lambda: io_signatures.io_rules_frame(spark), settings)  # fmt: skip
+        frames = io_signatures.compute(
+            jobs,
+            _read(spark, SILVER_NODE_SAMPLES, settings),
+            _read(spark, SILVER_NODE_DISK_SAMPLES, settings),
+            _read(spark, SILVER_JOB_NODE_FEATURES, settings),
+            rules,
+        )
+        if kept:
+            frames.pop(io_signatures.GOLD_IO_SIGNATURE_RULES.full_name, None)
+        return frames
+    return gold_frames(jobs, group)
+
+
+def analyze(
+    spark: SparkSession, settings: Settings | None = None, groups: Sequence[str] | None = None
+) -> dict[str, int]:
+    """Recompute the gold tables of ``groups`` (all by default); returns rows per table."""
     settings = settings or get_settings()
-    SILVER_JOBS.ensure(spark, settings)
-    GOLD_SITE_EFFICIENCY_WEEKLY.ensure(spark, settings)
-    jobs = spark.read.format("delta").load(SILVER_JOBS.path(settings))
-    out = GOLD_SITE_EFFICIENCY_WEEKLY.conform(site_efficiency_weekly(jobs))
-    out.write.format("delta").mode("overwrite").save(GOLD_SITE_EFFICIENCY_WEEKLY.path(settings))
-    n = spark.read.format("delta").load(GOLD_SITE_EFFICIENCY_WEEKLY.path(settings)).count()
-    return {GOLD_SITE_EFFICIENCY_WEEKLY.full_name: n}
+    counts: dict[str, int] = {}
+    for group in groups or GROUPS:
+        tables = {t.full_name: t for t in _group_tables(group)}
+        for name, df in _frames(spark, group, settings).items():
+            table = tables[name]
+            table.ensure(spark, settings)
+            (
+                table.conform(df)
+                .write.format("delta")
+                .mode("overwrite")
+                .option("overwriteSchema", "false")
+                .save(table.path(settings))
+            )
+            counts[name] = spark.read.format("delta").load(table.path(settings)).count()
+            log.info("gold %s: %d rows", name, counts[name])
+    return counts

@@ -1,67 +1,166 @@
-"""gold.site_efficiency_weekly: CPU efficiency per week, site and VO (ratios of sums)."""
+"""gold.site_efficiency_weekly and gold.site_jobtype_efficiency_weekly: CPU efficiency, events,
+badput and retry waste per week and site (ratios of sums, never means of ratios).
+
+Both tables share one aggregation (``efficiency_measures``) and one set of measure columns
+(``MEASURE_COLUMNS``); they differ only in their grain.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from gridlake.tabledef import Check, Column, Table
 
-GOLD_SITE_EFFICIENCY_WEEKLY = Table(
-    database="gold",
-    name="site_efficiency_weekly",
-    grain="one row per week, site and vo.",
-    description=(
-        "CPU efficiency per site, VO and ISO week (ratios of sums over every job in silver, "
-        "outliers included)."
+__all__ = [
+    "GOLD_SITE_EFFICIENCY_WEEKLY",
+    "GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY",
+    "MEASURE_COLUMNS",
+    "TABLES",
+    "compute",
+    "efficiency_measures",
+    "site_efficiency_weekly",
+    "site_jobtype_efficiency_weekly",
+    "with_retried_flag",
+]
+
+# The measures of both tables, in order. New measures go at the end: existing Delta tables gain
+# them by ALTER TABLE ADD COLUMNS, which appends.
+MEASURE_COLUMNS: tuple[Column, ...] = (
+    Column("jobs", "BIGINT", "Job attempts that ended in the week"),
+    Column("failed_jobs", "BIGINT", "Attempts with status failed"),
+    Column("outlier_jobs", "BIGINT", "Attempts flagged is_outlier (CPU > wall x cores x 1.05)"),
+    Column("core_hours", "DOUBLE", "sum(wall_seconds x cores) / 3600"),
+    Column("cpu_hours", "DOUBLE", "sum(cpu_user_seconds + cpu_system_seconds) / 3600"),
+    Column("cpu_efficiency", "DOUBLE", "cpu_hours / core_hours (ratio of sums)"),
+    Column(
+        "good_cpu_over_all_wall",
+        "DOUBLE",
+        "CPU hours of successful attempts / core-hours of all attempts (ATLAS definition)",
     ),
-    columns=(
-        Column("week", "DATE", "Monday of the ISO week of the jobs' end_time (UTC)"),
-        Column("site", "STRING", "Grid site"),
-        Column("vo", "STRING", "Virtual organisation"),
-        Column("jobs", "BIGINT", "Job attempts that ended in the week"),
-        Column("failed_jobs", "BIGINT", "Attempts with status failed"),
-        Column("outlier_jobs", "BIGINT", "Attempts flagged is_outlier (CPU > wall x cores x 1.05)"),
-        Column("core_hours", "DOUBLE", "sum(wall_seconds x cores) / 3600"),
-        Column("cpu_hours", "DOUBLE", "sum(cpu_user_seconds + cpu_system_seconds) / 3600"),
-        Column("cpu_efficiency", "DOUBLE", "cpu_hours / core_hours (ratio of sums)"),
-        Column(
-            "good_cpu_over_all_wall",
-            "DOUBLE",
-            "CPU hours of successful attempts / core-hours of all attempts (ATLAS definition)",
-        ),
-        Column("wasted_core_hours", "DOUBLE", "Core-hours of failed attempts"),
+    Column("wasted_core_hours", "DOUBLE", "Core-hours of failed attempts"),
+    Column(
+        "hs23_core_hours",
+        "DOUBLE",
+        "sum(hs23_per_core x wall_seconds x cores) / 3600 over attempts with a known HS23 "
+        "(null when none has one)",
     ),
-    checks=(
-        Check("not_null", "week"),
-        Check("not_null", "site"),
-        Check("between", "jobs", {"min_value": 1}),
+    Column(
+        "events",
+        "BIGINT",
+        "Events of successful attempts (null when no successful attempt reports events)",
+    ),
+    Column(
+        "core_seconds_per_event",
+        "DOUBLE",
+        "Core-seconds (wall x cores) of successful attempts with events > 0 / their events "
+        "(ratio of sums)",
+    ),
+    Column(
+        "badput_core_hours",
+        "DOUBLE",
+        "Core-hours of failed attempts (badput; equals wasted_core_hours, kept under the name "
+        "used in job-efficiency reports)",
+    ),
+    Column(
+        "retry_waste_core_hours",
+        "DOUBLE",
+        "Core-hours of attempts that were retried (their job_id is another attempt's retry_of), "
+        "whatever their status",
     ),
 )
 
 
-def site_efficiency_weekly(jobs: DataFrame) -> DataFrame:
-    """silver.jobs -> one row per (week, site, vo). Every job counts, outliers included."""
+def _table(name: str, keys: tuple[Column, ...], grain: str, description: str) -> Table:
+    return Table(
+        database="gold",
+        name=name,
+        grain=grain,
+        description=description,
+        columns=(*keys, *MEASURE_COLUMNS),
+        checks=(
+            *(Check("not_null", k.name) for k in keys if k.name in ("week", "site")),
+            Check("between", "jobs", {"min_value": 1}),
+        ),
+    )
+
+
+_WEEK = Column("week", "DATE", "Monday of the ISO week of the jobs' end_time (UTC)")
+_SITE = Column("site", "STRING", "Grid site")
+_VO = Column("vo", "STRING", "Virtual organisation")
+_JOB_TYPE = Column("job_type", "STRING", "Job type (evgen, simul, pile, reprocessing, ...)")
+
+GOLD_SITE_EFFICIENCY_WEEKLY = _table(
+    "site_efficiency_weekly",
+    (_WEEK, _SITE, _VO),
+    "one row per week, site and vo.",
+    "CPU efficiency, events, badput and retry waste per site, VO and ISO week (ratios of sums "
+    "over every job in silver, outliers included).",
+)
+
+GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY = _table(
+    "site_jobtype_efficiency_weekly",
+    (_WEEK, _SITE, _VO, _JOB_TYPE),
+    "one row per week, site, vo and job_type.",
+    "The measures of gold.site_efficiency_weekly split by job type (ratios of sums over every "
+    "job in silver, outliers included).",
+)
+
+TABLES: tuple[Table, ...] = (GOLD_SITE_EFFICIENCY_WEEKLY, GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY)
+
+
+def with_retried_flag(jobs: DataFrame) -> DataFrame:
+    """Add ``was_retried``: true when the attempt's job_id is the retry_of of another row."""
+    retried = (
+        jobs.where(F.col("retry_of").isNotNull())
+        .select(F.col("retry_of").alias("_retried_id"))
+        .distinct()
+        .withColumn("_retried", F.lit(True))
+    )
+    return (
+        jobs.join(retried, jobs["job_id"] == retried["_retried_id"], "left")
+        .withColumn("was_retried", F.coalesce(F.col("_retried"), F.lit(False)))
+        .drop("_retried_id", "_retried")
+    )
+
+
+def _sum_hours_when(cond: SparkColumn, value: str = "cores_wall_seconds") -> SparkColumn:
+    return F.coalesce(F.sum(F.when(cond, F.col(value))), F.lit(0.0)) / 3600.0
+
+
+def efficiency_measures(jobs: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """silver.jobs -> one row per ``keys`` with the columns of ``MEASURE_COLUMNS``.
+
+    Every attempt counts, outliers included. Needs job_id and retry_of (retry waste), status,
+    is_outlier, cores_wall_seconds, cpu_seconds, hs23_core_hours and events.
+    """
     failed = F.col("status") == "failed"
     success = F.col("status") == "success"
-    agg = jobs.groupBy("week", "site", "vo").agg(
-        F.count(F.lit(1)).alias("jobs"),
-        F.count(F.when(failed, 1)).alias("failed_jobs"),
-        F.count(F.when(F.col("is_outlier"), 1)).alias("outlier_jobs"),
-        (F.sum("cores_wall_seconds") / 3600.0).alias("core_hours"),
-        (F.sum("cpu_seconds") / 3600.0).alias("cpu_hours"),
-        (F.coalesce(F.sum(F.when(success, F.col("cpu_seconds"))), F.lit(0.0)) / 3600.0).alias(
-            "_good_cpu_hours"
-        ),
-        (F.coalesce(F.sum(F.when(failed, F.col("cores_wall_seconds"))), F.lit(0.0)) / 3600.0).alias(
-            "wasted_core_hours"
-        ),
+    with_events = success & (F.col("events") > 0)
+    agg = (
+        with_retried_flag(jobs)
+        .groupBy(*keys)
+        .agg(
+            F.count(F.lit(1)).alias("jobs"),
+            F.count(F.when(failed, 1)).alias("failed_jobs"),
+            F.count(F.when(F.col("is_outlier"), 1)).alias("outlier_jobs"),
+            (F.sum("cores_wall_seconds") / 3600.0).alias("core_hours"),
+            (F.sum("cpu_seconds") / 3600.0).alias("cpu_hours"),
+            _sum_hours_when(success, "cpu_seconds").alias("_good_cpu_hours"),
+            _sum_hours_when(failed).alias("wasted_core_hours"),
+            F.sum("hs23_core_hours").alias("hs23_core_hours"),
+            F.sum(F.when(success, F.col("events"))).alias("events"),
+            F.sum(F.when(with_events, F.col("cores_wall_seconds"))).alias("_event_core_seconds"),
+            F.sum(F.when(with_events, F.col("events"))).alias("_event_events"),
+            _sum_hours_when(F.col("was_retried")).alias("retry_waste_core_hours"),
+        )
     )
     core_hours = F.when(F.col("core_hours") > 0, F.col("core_hours"))
     return agg.select(
-        "week",
-        "site",
-        "vo",
+        *keys,
         "jobs",
         "failed_jobs",
         "outlier_jobs",
@@ -70,4 +169,33 @@ def site_efficiency_weekly(jobs: DataFrame) -> DataFrame:
         F.try_divide(F.col("cpu_hours"), core_hours).alias("cpu_efficiency"),
         F.try_divide(F.col("_good_cpu_hours"), core_hours).alias("good_cpu_over_all_wall"),
         "wasted_core_hours",
+        "hs23_core_hours",
+        F.col("events").cast("bigint").alias("events"),
+        F.try_divide(F.col("_event_core_seconds"), F.col("_event_events")).alias(
+            "core_seconds_per_event"
+        ),
+        F.col("wasted_core_hours").alias("badput_core_hours"),
+        "retry_waste_core_hours",
     )
+
+
+def site_efficiency_weekly(jobs: DataFrame) -> DataFrame:
+    """silver.jobs -> one row per (week, site, vo). Every job counts, outliers included."""
+    return efficiency_measures(jobs, ("week", "site", "vo"))
+
+
+def site_jobtype_efficiency_weekly(jobs: DataFrame) -> DataFrame:
+    """silver.jobs -> one row per (week, site, vo, job_type). Every job counts."""
+    return efficiency_measures(jobs, ("week", "site", "vo", "job_type"))
+
+
+def compute(jobs: DataFrame) -> dict[str, DataFrame]:
+    """silver.jobs -> both tables of this module by full name, conformed to their definitions."""
+    return {
+        GOLD_SITE_EFFICIENCY_WEEKLY.full_name: GOLD_SITE_EFFICIENCY_WEEKLY.conform(
+            site_efficiency_weekly(jobs)
+        ),
+        GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY.full_name: GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY.conform(
+            site_jobtype_efficiency_weekly(jobs)
+        ),
+    }

@@ -47,3 +47,20 @@ def silver_nodes_from_jsonl(
         list(NODE_KEYS),
     )
     return samples, explode_disks(samples)
+
+
+def silver_network_from_jsonl(spark: SparkSession, path: str, batch_id: str = "file") -> DataFrame:
+    """silver.network rows (valid, sites resolved from host names, newest per key) from a
+    canonical network file; the site directory is learnt from the file itself."""
+    from gridlake.silver.common import latest_per_key, valid_rows
+    from gridlake.silver.network import (
+        NETWORK_KEYS,
+        clean_network_rows,
+        site_directory,
+        validate_network,
+    )
+
+    # Checkpointed: the directory and the rows both read it, and parsing is the costly step.
+    validated = validate_network(bronze_from_jsonl(spark, path, "network")).localCheckpoint()
+    directory = site_directory(valid_rows(validated))
+    return latest_per_key(clean_network_rows(validated, batch_id, directory), list(NETWORK_KEYS))

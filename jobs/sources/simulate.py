@@ -28,11 +28,11 @@ The model (calibrated on ``domain.md``)
   reprocessing, merge at ``SLOW_STORAGE_FACTOR``: io_wait_bound), memory-restricted nodes (pile
   swaps: ``MEMORY_BOUND_FACTOR``, memory_bound), a diskless site whose analysis reads remotely
   (``REMOTE_READ_FACTOR``, remote_read_bound). Memory: base + 200 MB per extra thread.
-- Every attempt spends an initialisation overhead (job type mean +-20%, half a core busy), then
-  its payload. Failures: at the start with a fixed probability (``stage-in``, doubled at the slow
-  storage site), and during the attempt at a constant hazard per hour by job type and mode
-  (``app-crash``, ``lost-heartbeat``, ``memory``). So an optimal job length exists; the truth file
-  has it for each job type (``useful_fraction`` below is the model).
+- Every attempt spends an initialisation overhead (job type mean +-20%, every allocated core half
+  busy), then its payload. Failures: at the start with a fixed probability (``stage-in``, doubled
+  at the slow storage site), and during the attempt at a constant hazard per hour by job type
+  and mode (``app-crash``, ``lost-heartbeat``, ``memory``). So an optimal job length exists; the
+  truth file has it for each job type (``useful_fraction`` below is the model).
 - A planted signature per attempt: ``init_dominated`` when the initialisation is at least half
   of its wall-clock, else the site effect that applies, else ``cpu_bound``.
 - Node samples (vmstat and iostat, every ``node_interval`` seconds) on the monitored hosts of each
@@ -83,7 +83,8 @@ MISLEADING_MICROARCH = "Ivy Bridge"
 MISLEADING_JOB_TYPE = "simul"
 MISLEADING_DEVIATION = 0.78
 DEVIATION_SPREAD = 0.02
-INIT_CPU_SHARE = 0.5  # cores busy during initialisation (single-threaded, partly waiting)
+INIT_CPU_SHARE = 0.5  # CPU efficiency of the initialisation on every allocated core (it waits
+# on software and conditions loading); the same for any core count, so Amdahl applies to the payload
 
 SIGNATURES = ("cpu_bound", "io_wait_bound", "memory_bound", "remote_read_bound", "init_dominated")
 # Share of a job's non-CPU core time that shows as iowait on the node, by signature.
@@ -513,7 +514,7 @@ class Simulation:
         wall = max(1, math.ceil(t_end))
         init_part = min(wall, init)
         payload_part = max(0.0, wall - init)
-        cpu = INIT_CPU_SHARE * init_part + (
+        cpu = INIT_CPU_SHARE * n * init_part + (
             payload_cpu * min(1.0, payload_part / payload_wall) if failure != "stage-in" else 0.0
         )
         outlier = n == 1 and failure is None and rng.random() < OUTLIER_SHARE
@@ -875,8 +876,8 @@ class _NodeState:
         swapping = io_saturated = False
         for r in running:
             if ts < r.init_end:
-                busy += INIT_CPU_SHARE
-                sys_share += INIT_CPU_SHARE * 0.1
+                busy += INIT_CPU_SHARE * r.cores
+                sys_share += INIT_CPU_SHARE * r.cores * 0.1
                 continue
             b = r.cores * r.eff
             busy += b

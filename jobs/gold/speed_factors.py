@@ -1,0 +1,868 @@
+"""CPU speed factors fitted from real jobs (domain.md, "CPU speed from real jobs").
+
+Model. For successful jobs with events > 0, ``y = log(cpu_seconds / events)`` and
+
+    y = a_task + b_cpu_model + e                      (variant "model")
+    y = a_task + b_cpu_model + c_site + e             (variant "site")
+
+fitted for each job type and for all job types together (job_type ``ALL``; a task has one job
+type, so there the task term absorbs the job type). The speed factor of a CPU model is
+``exp(-b)``: speed is taken as inversely proportional to CPU time per event.
+
+Method, all in Spark aggregations, window aggregates and joins (no UDF; only per-fit
+convergence figures and the gold rows reach the driver):
+
+1. ``prepare``: successful attempts with events > 0 and cpu_seconds > 0, not ``is_outlier``
+   (CPU above wall x cores is physically impossible), with task, CPU model, site and job type.
+2. ``screen_outliers``: a first, rough fit of the site variant per job type; a job whose residual
+   exceeds ``max(5 robust sigmas, log 2)`` is dropped (stuck or crashed jobs, CPU time x 50,
+   events = 1). The scale is 1.4826 x the median absolute residual of the job type. Screening
+   residuals come from the richest model per job type, so a genuinely slow site or a
+   workload-specific CPU model effect is not mistaken for junk.
+3. ``cells``: jobs aggregated to (task, cpu_model) cells (and (task, cpu_model, site) cells for
+   the site variant) with the median y, the job count and the core-hours. A task that ran on one
+   CPU model carries no information on models and is left out.
+4. ``bootstrap_cells``: the cells replicated for the bootstrap: replicate 0 is the data; in
+   replicate r each task gets a Poisson(1) weight drawn deterministically from
+   ``xxhash64(task, r, seed)`` (inverse CDF with built-in functions). Cell weight = job count x
+   task weight.
+5. ``connected_groups``: connected components of the bipartite task-model graph by iterative
+   min-label propagation until no label changes, for every fit and replicate at once. Replicate
+   0 gives the groups; in a replicate a model counts only when it is still connected to its
+   group's reference model (else its factor is not identified and is left out of the interval).
+6. ``reference_models``: per group, the configured ``reference_model`` when it is in the group,
+   else the reference of the enclosing ``ALL`` group when present (so that job types share a
+   reference and can be compared), else the model with most core-hours in the group.
+7. ``fit_effects``: alternating (Gauss-Seidel) weighted means over the cells (weight = jobs),
+   every fit, variant and replicate in one loop: task terms, then model terms (normalised so
+   that the group's reference model is 0), then site terms (per group, relative to the median
+   site). Sweeps run in pairs followed by an Irons-Tuck extrapolation (as fixest does for fixed
+   effects), each pair locally checkpointed so the lineage does not grow. The loop stops when
+   the largest change of a model or site term in a sweep is below ``tolerance`` (1e-6 on the
+   log scale) for every fit, or after ``max_iterations`` sweeps; ``iterations`` is the sweep at
+   which a fit got there.
+8. Intervals: the 2.5 and 97.5 percentiles of the replicates' normalised factors, as order
+   statistics at p(n+1) (Hyndman-Fan type 6): with few replicates the usual interpolation at
+   p(n-1) gives intervals that are too short (about 89 % rather than 95 % at B = 30). With
+   B = 39 the limits are the smallest and largest replicate.
+
+Robustness comes from three layers: is_outlier jobs are out, the screening drops jobs more than
+2x (or 5 robust sigmas) off the fit, and a cell is the median of its jobs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from gridlake.tabledef import Check, Column, Table
+
+ALL = "ALL"
+VARIANT_MODEL = "model"
+VARIANT_SITE = "site"
+NO_SITE = "*"
+LOG2 = math.log(2.0)
+
+GOLD_CPU_SPEED_FACTORS = Table(
+    database="gold",
+    name="cpu_speed_factors",
+    grain="one row per job_type (or 'ALL') and cpu_model in a connected group of that fit.",
+    description=(
+        "Relative CPU speed of each CPU model fitted from real jobs: log(CPU seconds per event) "
+        "= task term + model term over successful jobs, speed factor = exp(-model term), 1.0 "
+        "for the reference model of each connected group; bootstrap intervals over tasks."
+    ),
+    columns=(
+        Column("cpu_model", "STRING", "CPU model string as reported by the jobs (/proc/cpuinfo)"),
+        Column(
+            "microarchitecture", "STRING", "Most frequent microarchitecture of the model's jobs"
+        ),
+        Column("job_type", "STRING", "Job type of the fit, or ALL for all job types together"),
+        Column("speed_factor", "DOUBLE", "exp(-b): speed relative to the group's reference model"),
+        Column("ci_low", "DOUBLE", "2.5 percentile of the bootstrap replicates' speed factor"),
+        Column("ci_high", "DOUBLE", "97.5 percentile of the bootstrap replicates' speed factor"),
+        Column("n_jobs", "BIGINT", "Jobs of the model in the fit (informative tasks, screened)"),
+        Column("n_tasks", "BIGINT", "Tasks that ran on this model and at least one other model"),
+        Column("core_hours", "DOUBLE", "Core-hours of those jobs (chooses the default reference)"),
+        Column("group_id", "INT", "Connected group of the task-model graph (1 = most core-hours)"),
+        Column("reference_model", "STRING", "The group's reference model (speed factor 1.0)"),
+        Column("iterations", "INT", "Iterations of the alternating fit until convergence"),
+        Column("converged", "BOOLEAN", "False when the fit stopped at max_iterations"),
+        Column("n_replicates", "INT", "Bootstrap replicates in which the factor was identified"),
+    ),
+    checks=(
+        Check("not_null", "cpu_model"),
+        Check("not_null", "job_type"),
+        Check("between", "speed_factor", {"min_value": 0}),
+    ),
+)
+
+GOLD_SPEED_FACTOR_AGREEMENT = Table(
+    database="gold",
+    name="speed_factor_agreement",
+    grain=(
+        "one row per pair of job types (job_type_a < job_type_b), plus one row ALL/ALL pooling "
+        "every pair."
+    ),
+    description=(
+        "How well the speed factors measured with different job types agree, over the CPU "
+        "models both fits share with the same reference model (the reference itself excluded). "
+        "The seeds report ~4 % mean difference between job types in ATLAS and CMS."
+    ),
+    columns=(
+        Column("job_type_a", "STRING", "First job type of the pair (ALL on the pooled row)"),
+        Column("job_type_b", "STRING", "Second job type of the pair (ALL on the pooled row)"),
+        Column("n_models", "BIGINT", "CPU models compared (shared, same reference, not it)"),
+        Column(
+            "mean_abs_rel_diff",
+            "DOUBLE",
+            "Mean of the symmetric relative difference |f_a - f_b| / ((f_a + f_b) / 2)",
+        ),
+        Column("rms_rel_diff", "DOUBLE", "Root mean square of the relative differences"),
+        Column("max_abs_rel_diff", "DOUBLE", "Largest absolute relative difference"),
+        Column("max_diff_model", "STRING", "CPU model with the largest difference"),
+    ),
+    checks=(Check("between", "n_models", {"min_value": 1}),),
+)
+
+GOLD_BENCHMARK_MISMATCH = Table(
+    database="gold",
+    name="benchmark_mismatch",
+    grain="one row per job_type (or 'ALL') and cpu_model with a speed factor and a declared HS23.",
+    description=(
+        "Measured speed factor against the declared benchmark (median HS23 per core of the "
+        "model's jobs), both relative to the group's reference model; flagged when the "
+        "bootstrap interval of their ratio lies entirely outside [1 - margin, 1 + margin]."
+    ),
+    columns=(
+        Column("job_type", "STRING", "Job type of the fit, or ALL"),
+        Column("cpu_model", "STRING", "CPU model"),
+        Column("microarchitecture", "STRING", "Microarchitecture of the model"),
+        Column("reference_model", "STRING", "The group's reference model"),
+        Column("hs23_per_core", "DOUBLE", "Median declared HS23 per core of the model's jobs"),
+        Column("benchmark_factor", "DOUBLE", "hs23_per_core / hs23_per_core of the reference"),
+        Column("speed_factor", "DOUBLE", "Measured speed factor (gold.cpu_speed_factors)"),
+        Column("ratio", "DOUBLE", "speed_factor / benchmark_factor (1 = benchmark predicts jobs)"),
+        Column("ratio_ci_low", "DOUBLE", "ci_low / benchmark_factor"),
+        Column("ratio_ci_high", "DOUBLE", "ci_high / benchmark_factor"),
+        Column("margin", "DOUBLE", "Tolerated relative mismatch"),
+        Column("flagged", "BOOLEAN", "Interval entirely below 1 - margin or above 1 + margin"),
+        Column("n_jobs", "BIGINT", "Jobs of the model in the fit"),
+    ),
+    checks=(Check("not_null", "cpu_model"),),
+)
+
+GOLD_SITE_SPEED_ANOMALIES = Table(
+    database="gold",
+    name="site_speed_anomalies",
+    grain=(
+        "one row per job_type (or 'ALL'), reference_model (connected group), site and cpu_model;"
+        " cpu_model 'ALL' is the site term over all models."
+    ),
+    description=(
+        "Sites whose nodes run slower than the same CPU model elsewhere, from log(CPU seconds "
+        "per event) = task + model + site terms. Site term relative to the median site of the "
+        "group; a (site, model) term is the model's residual at that site (site term included), "
+        "given only for models that ran at two sites or more."
+    ),
+    columns=(
+        Column("job_type", "STRING", "Job type of the fit, or ALL"),
+        Column("site", "STRING", "Grid site"),
+        Column("cpu_model", "STRING", "CPU model, or ALL for the site term over all models"),
+        Column("reference_model", "STRING", "Reference model of the connected group"),
+        Column("group_id", "INT", "Connected group (as in gold.cpu_speed_factors)"),
+        Column("site_term", "DOUBLE", "Site term on log(CPU s/event), median site of group = 0"),
+        Column("slowdown", "DOUBLE", "exp(site_term): CPU time per event relative to elsewhere"),
+        Column("ci_low", "DOUBLE", "2.5 percentile of the bootstrap replicates' slowdown"),
+        Column("ci_high", "DOUBLE", "97.5 percentile of the bootstrap replicates' slowdown"),
+        Column("n_jobs", "BIGINT", "Jobs behind the term"),
+        Column("n_tasks", "BIGINT", "Tasks behind the term"),
+        Column("margin", "DOUBLE", "Slowdown tolerated before flagging"),
+        Column("flagged", "BOOLEAN", "ci_low > 1 and slowdown > 1 + margin"),
+    ),
+    checks=(Check("not_null", "site"),),
+)
+
+TABLES: tuple[Table, ...] = (
+    GOLD_CPU_SPEED_FACTORS,
+    GOLD_SPEED_FACTOR_AGREEMENT,
+    GOLD_BENCHMARK_MISMATCH,
+    GOLD_SITE_SPEED_ANOMALIES,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Input, screening, cells
+# --------------------------------------------------------------------------------------------
+
+
+def prepare(jobs: DataFrame) -> DataFrame:
+    """silver.jobs -> the jobs a fit may use: one row per job with y = log(cpu_seconds / events).
+
+    Keeps successful attempts with events > 0, cpu_seconds > 0, not ``is_outlier`` and with
+    task, job type and CPU model. ``task`` is ``job_type/task_id`` (a task has one job type).
+    """
+    ok = (
+        (F.col("status") == "success")
+        & (F.col("events") > 0)
+        & (F.col("cpu_seconds") > 0)
+        & ~F.coalesce(F.col("is_outlier"), F.lit(False))
+        & F.col("task_id").isNotNull()
+        & F.col("job_type").isNotNull()
+        & F.col("cpu_model").isNotNull()
+    )
+    return jobs.where(ok).select(
+        "job_id",
+        "job_type",
+        F.concat_ws("/", "job_type", "task_id").alias("task"),
+        "cpu_model",
+        F.coalesce(F.col("site"), F.lit("unknown")).alias("site"),
+        F.log(F.col("cpu_seconds") / F.col("events")).alias("y"),
+        F.coalesce(F.col("cores_wall_seconds"), F.lit(0.0)).alias("core_seconds"),
+    )
+
+
+def cells(prepared: DataFrame, by_site: bool = False) -> DataFrame:
+    """Prepared jobs -> cells for every job type and for ``ALL``.
+
+    Grain: (job_type, task, cpu_model) or, with ``by_site``, (job_type, task, cpu_model, site);
+    columns y (median), n_jobs, core_hours; ``site`` is ``*`` without ``by_site``. Only
+    informative tasks: two CPU models or more (without ``by_site``), two cells or more (with).
+    """
+    site = F.col("site") if by_site else F.lit(NO_SITE)
+    per_type = prepared.groupBy("job_type", "task", "cpu_model", site.alias("site")).agg(
+        F.median("y").alias("y"),
+        F.count(F.lit(1)).alias("n_jobs"),
+        (F.sum("core_seconds") / 3600.0).alias("core_hours"),
+    )
+    task = Window.partitionBy("job_type", "task")
+    if by_site:
+        informative = F.count(F.lit(1)).over(task) >= 2
+    else:
+        informative = F.size(F.collect_set("cpu_model").over(task)) >= 2
+    per_type = (
+        per_type.withColumn("_informative", informative).where("_informative").drop("_informative")
+    )
+    both = per_type.unionByName(per_type.withColumn("job_type", F.lit(ALL)))
+    return both.select("job_type", "task", "cpu_model", "site", "y", "n_jobs", "core_hours")
+
+
+def screen_outliers(
+    prepared: DataFrame,
+    clip_sigmas: float = 5.0,
+    clip_floor: float = LOG2,
+    tolerance: float = 1e-3,
+    max_iterations: int = 4,
+) -> DataFrame:
+    """Prepared jobs -> the same jobs without junk (stuck, crashed, wrong event counts).
+
+    A rough site-variant fit per job type (median cells, weighted means, a few accelerated
+    sweeps: residuals need not be precise to tell a 2x outlier); a job whose residual
+    exceeds ``max(clip_sigmas x 1.4826 x median |residual|, clip_floor)`` of its job type is
+    dropped. Jobs of tasks the fit cannot use (one cell) are kept: later steps drop them anyway.
+    """
+    site_cells = cells(prepared, by_site=True).where(F.col("job_type") != ALL)
+    fit_in = site_cells.select(
+        F.lit(VARIANT_SITE).alias("variant"),
+        "job_type",
+        F.lit(0).alias("rep"),
+        "task",
+        "cpu_model",
+        "site",
+        F.lit("").alias("gkey"),
+        F.lit(None).cast("string").alias("reference_model"),
+        "y",
+        F.col("n_jobs").cast("double").alias("w"),
+    )
+    fitted = fit_effects(fit_in, tolerance=tolerance, max_iterations=max_iterations).select(
+        "job_type",
+        "task",
+        "cpu_model",
+        "site",
+        (F.col("a") + F.col("b") + F.col("c")).alias("_fit"),
+    )
+    res = prepared.join(fitted, ["job_type", "task", "cpu_model", "site"], "left").withColumn(
+        "_r", F.col("y") - F.col("_fit")
+    )
+    scale = res.groupBy("job_type").agg((F.lit(1.4826) * F.median(F.abs("_r"))).alias("_scale"))
+    limit = F.greatest(F.lit(clip_sigmas) * F.col("_scale"), F.lit(clip_floor))
+    kept = res.join(F.broadcast(scale), "job_type", "left").where(
+        F.col("_r").isNull() | (F.abs("_r") <= limit)
+    )
+    return kept.select(*prepared.columns)
+
+
+# --------------------------------------------------------------------------------------------
+# Bootstrap, connected groups, references
+# --------------------------------------------------------------------------------------------
+
+
+def poisson1(u: SparkColumn) -> SparkColumn:
+    """A Poisson(1) draw from a uniform u in [0, 1) by the inverse CDF (built-in functions)."""
+    cdf, term = 0.0, math.exp(-1.0)
+    out: SparkColumn | None = None
+    for k in range(12):
+        cdf += term
+        term /= k + 1
+        out = F.when(u < cdf, F.lit(k)) if out is None else out.when(u < cdf, F.lit(k))
+    assert out is not None
+    return out.otherwise(F.lit(12))
+
+
+def bootstrap_cells(cells_df: DataFrame, replicates: int, seed: int) -> DataFrame:
+    """Cells -> cells x replicates (column ``rep``, 0 = the data) with weight ``w``.
+
+    ``w`` = n_jobs x Poisson(1) weight of the task in the replicate; the weight is a
+    deterministic function of (task, rep, seed), so a task weighs the same in the per-job-type
+    and the ALL fits of a replicate. Rows of weight 0 are dropped.
+    """
+    reps = cells_df.sparkSession.range(0, replicates + 1).select(
+        F.col("id").cast("int").alias("rep")
+    )
+    u = F.pmod(F.xxhash64(F.col("task"), F.col("rep"), F.lit(seed)), F.lit(1 << 53)) / float(
+        1 << 53
+    )
+    weight = F.when(F.col("rep") == 0, F.lit(1)).otherwise(poisson1(u))
+    out = cells_df.crossJoin(F.broadcast(reps)).withColumn(
+        "w", F.col("n_jobs").cast("double") * weight
+    )
+    return out.where(F.col("w") > 0)
+
+
+def connected_groups(
+    edges: DataFrame, keys: Sequence[str] = ("job_type",), max_iterations: int = 100
+) -> DataFrame:
+    """Task-model edges -> one row per (keys..., cpu_model) with ``group``: the smallest model
+    name of its connected component in the bipartite task-model graph of those keys, and
+    ``label_rounds`` (propagation rounds until no label changed).
+
+    Iterative min-label propagation: a task takes the smallest label of its models, a model the
+    smallest label of its tasks (its own included), until no label changes. A round is one
+    shuffle (by ``keys``) and two window aggregates, locally checkpointed.
+    """
+    k = list(keys)
+    partitions = int(edges.sparkSession.conf.get("spark.sql.shuffle.partitions") or "4")
+    state = (
+        edges.select(*k, "task", "cpu_model")
+        .distinct()
+        .repartition(partitions, *k)
+        .withColumn("group", F.col("cpu_model"))
+        .localCheckpoint(eager=True)
+    )
+    rounds = 0
+    while rounds < max_iterations:
+        rounds += 1
+        state = (
+            state.repartition(partitions, *k)
+            .withColumn("_old", F.col("group"))
+            .withColumn("group", F.min("group").over(Window.partitionBy(*k, "task")))
+            .withColumn("group", F.min("group").over(Window.partitionBy(*k, "cpu_model")))
+            .localCheckpoint(eager=True)
+        )
+        if state.where(F.col("group") != F.col("_old")).limit(1).count() == 0:
+            break
+    return (
+        state.select(*k, "cpu_model", "group").distinct().withColumn("label_rounds", F.lit(rounds))
+    )
+
+
+def reference_models(
+    groups: DataFrame, model_cells: DataFrame, reference_model: str | None = None
+) -> DataFrame:
+    """Groups (job_type, cpu_model, group) of the data and its model cells -> one row per
+    (job_type, cpu_model) with group_id, reference_model, core_hours, n_jobs and n_tasks.
+
+    Reference of a group: the configured model when in the group; else the reference of the
+    enclosing ALL group when in the group; else the model with most core-hours (then name).
+    group_id numbers a fit's groups by core-hours, 1 = the largest.
+    """
+    stats = model_cells.groupBy("job_type", "cpu_model").agg(
+        F.sum("n_jobs").alias("n_jobs"),
+        F.countDistinct("task").alias("n_tasks"),
+        F.sum("core_hours").alias("core_hours"),
+    )
+    g = groups.select("job_type", "cpu_model", "group").join(stats, ["job_type", "cpu_model"])
+    configured = F.lit(reference_model).isNotNull() & (F.col("cpu_model") == F.lit(reference_model))
+    in_group = Window.partitionBy("job_type", "group")
+    order = [F.desc("_configured"), F.desc("core_hours"), F.asc("cpu_model")]
+    all_ref = (
+        g.where(F.col("job_type") == ALL)
+        .withColumn("_configured", configured.cast("int"))
+        .withColumn("_rank", F.row_number().over(in_group.orderBy(*order)))
+        .where(F.col("_rank") == 1)
+        .select(F.col("cpu_model"), F.lit(1).alias("_all_ref"))
+    )
+    ranked = (
+        g.join(F.broadcast(all_ref), "cpu_model", "left")
+        .withColumn("_configured", configured.cast("int"))
+        .withColumn("_all_ref", F.coalesce("_all_ref", F.lit(0)))
+        .withColumn(
+            "_rank",
+            F.row_number().over(
+                in_group.orderBy(F.desc("_configured"), F.desc("_all_ref"), *order[1:])
+            ),
+        )
+        .withColumn(
+            "reference_model",
+            F.first(F.when(F.col("_rank") == 1, F.col("cpu_model")), ignorenulls=True).over(
+                in_group.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+            ),
+        )
+        .withColumn("_group_hours", F.sum("core_hours").over(in_group))
+    )
+    group_rank = (
+        ranked.select("job_type", "group", "_group_hours")
+        .distinct()
+        .withColumn(
+            "group_id",
+            F.row_number().over(
+                Window.partitionBy("job_type").orderBy(F.desc("_group_hours"), F.asc("group"))
+            ),
+        )
+        .drop("_group_hours")
+    )
+    return ranked.join(group_rank, ["job_type", "group"]).select(
+        "job_type",
+        "cpu_model",
+        "group",
+        F.col("group_id").cast("int").alias("group_id"),
+        "reference_model",
+        "core_hours",
+        "n_jobs",
+        "n_tasks",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The alternating fit
+# --------------------------------------------------------------------------------------------
+
+FIT_PARTITION = ("variant", "job_type", "rep", "gkey")
+
+
+def fit_effects(
+    cells_df: DataFrame, tolerance: float = 1e-6, max_iterations: int = 100
+) -> DataFrame:
+    """Fit y = a_task + b_cpu_model (+ c_site) by alternating weighted means, for every
+    (variant, job_type, rep) of the input at once.
+
+    Input: one row per cell with variant ('model' | 'site'), job_type, rep, gkey (the connected
+    group), task, cpu_model, site ('*' for the model variant), reference_model (b is normalised
+    to 0 for it; null: not normalised), y and weight w.
+
+    Output: the same cells with the fitted ``a`` (task), ``b`` (model) and ``c`` (site) terms,
+    ``iterations`` (Gauss-Seidel sweeps until the fit's largest change of b or c in a sweep fell
+    below ``tolerance``; the last sweep when it did not) and ``converged``.
+
+    A task's models are all in its group, so every term is a window aggregate over a
+    (variant, job_type, rep, gkey) partition: a sweep (task terms, model terms, reference
+    normalisation, site terms, median-site centring) runs without a shuffle. Sweeps go in pairs,
+    followed by an Irons-Tuck extrapolation of (b, c) (the acceleration fixest uses for fixed
+    effects); each pair's result is locally checkpointed, so the lineage does not grow. The loop
+    works on a narrow state keyed by 64-bit hashes of the keys (cheaper sorts); the names are
+    joined back at the end.
+    """
+    spark = cells_df.sparkSession
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+    named = cells_df.select(
+        *FIT_PARTITION, "task", "cpu_model", "site", "reference_model", "y", "w"
+    ).withColumn("_row", F.monotonically_increasing_id())
+    named = named.localCheckpoint(eager=True)
+    first_model = F.row_number().over(_win("_m").orderBy("_t", "_s"))
+    first_site = F.row_number().over(_win("_s").orderBy("_t", "_m"))
+    state = (
+        named.select(
+            "_row",
+            F.xxhash64(*FIT_PARTITION).alias("_fid"),
+            F.xxhash64("task").alias("_t"),
+            F.xxhash64("cpu_model").alias("_m"),
+            F.xxhash64("site").alias("_s"),
+            F.coalesce(F.col("cpu_model") == F.col("reference_model"), F.lit(False)).alias("_ref"),
+            "y",
+            "w",
+        )
+        .repartition(partitions, "_fid")
+        .select(
+            "*",
+            (first_model == 1).alias("_mfirst"),
+            (first_site == 1).alias("_sfirst"),
+            F.lit(0.0).alias("a"),
+            F.lit(0.0).alias("b"),
+            F.lit(0.0).alias("c"),
+        )
+        .localCheckpoint(eager=True)
+    )
+    fit_ids = (
+        named.select(F.xxhash64(*FIT_PARTITION).alias("_fid"), "variant", "job_type")
+        .distinct()
+        .localCheckpoint(eager=True)
+    )
+    fits = {(r.variant, r.job_type) for r in fit_ids.select("variant", "job_type").collect()}
+    converged_at: dict[tuple[str, str], int] = {}
+    sweeps = 0
+    while sweeps < max_iterations and not fits <= set(converged_at):
+        state = _accelerated_pair(state, partitions).localCheckpoint(eager=True)
+        per_fid = state.groupBy("_fid").agg(F.max("_d1").alias("d1"), F.max("_d2").alias("d2"))
+        changes = (
+            per_fid.join(F.broadcast(fit_ids), "_fid")
+            .groupBy("variant", "job_type")
+            .agg(F.max("d1").alias("d1"), F.max("d2").alias("d2"))
+            .collect()
+        )
+        for row in changes:
+            fit = (row.variant, row.job_type)
+            for n, d in ((sweeps + 1, row.d1), (sweeps + 2, row.d2)):
+                if fit not in converged_at and (d is None or d < tolerance):
+                    converged_at[fit] = n
+        sweeps += 2
+    pairs = [x for (v, jt), n in converged_at.items() for x in (F.lit(f"{v}|{jt}"), F.lit(n))]
+    its = F.create_map(*pairs) if pairs else F.create_map().cast("map<string,int>")
+    at = its[F.concat_ws("|", "variant", "job_type")]
+    return (
+        named.join(state.select("_row", "a", "b", "c"), "_row")
+        .drop("_row")
+        .select(
+            "*",
+            F.coalesce(at, F.lit(sweeps)).cast("int").alias("iterations"),
+            at.isNotNull().alias("converged"),
+        )
+    )
+
+
+_BASE = ("_row", "_fid", "_t", "_m", "_s", "_ref", "y", "w", "_mfirst", "_sfirst")
+
+
+def _win(*extra: str) -> Window:
+    return Window.partitionBy("_fid", *extra)
+
+
+def _accelerated_pair(state: DataFrame, partitions: int) -> DataFrame:
+    """Two sweeps from X0 = (b, c), then X = X2 - (<dG, d2> / <d2, d2>) dG with dG = X2 - X1
+    and d2 = X2 - 2 X1 + X0 (Irons-Tuck; inner products over the group's parameters, each model
+    and site counted once). Adds _d1, _d2: each sweep's largest change of b or c."""
+    s = state.repartition(partitions, "_fid").select(
+        *_BASE, "a", "b", "c", F.col("b").alias("_b0"), F.col("c").alias("_c0")
+    )
+    s = _sweep(s, ["_b0", "_c0"])
+    d1 = F.greatest(F.abs(F.col("b") - F.col("_b0")), F.abs(F.col("c") - F.col("_c0")))
+    s = s.select("*", F.col("b").alias("_b1"), F.col("c").alias("_c1"), d1.alias("_d1"))
+    s = _sweep(s, ["_b0", "_c0", "_b1", "_c1", "_d1"])
+    b0, b1, b2 = F.col("_b0"), F.col("_b1"), F.col("b")
+    c0, c1, c2 = F.col("_c0"), F.col("_c1"), F.col("c")
+    is_model, is_site = F.col("_mfirst"), F.col("_sfirst")
+
+    def over_params(model_term: SparkColumn, site_term: SparkColumn) -> SparkColumn:
+        total = F.when(is_model, model_term).otherwise(0.0) + F.when(is_site, site_term).otherwise(
+            0.0
+        )
+        return F.sum(total).over(_win())
+
+    vprod = over_params((b2 - b1) * (b2 - 2 * b1 + b0), (c2 - c1) * (c2 - 2 * c1 + c0))
+    ssq = over_params((b2 - 2 * b1 + b0) ** 2, (c2 - 2 * c1 + c0) ** 2)
+    coef = F.when(ssq > 0, vprod / ssq).otherwise(0.0)
+    d2 = F.greatest(F.abs(b2 - b1), F.abs(c2 - c1))
+    return s.select(
+        *_BASE,
+        "a",
+        (b2 - coef * (b2 - b1)).alias("b"),
+        (c2 - coef * (c2 - c1)).alias("c"),
+        "_d1",
+        d2.alias("_d2"),
+    )
+
+
+def _sweep(state: DataFrame, carry: Sequence[str] = ()) -> DataFrame:
+    """One Gauss-Seidel sweep over cells partitioned by fit (window aggregates only): task
+    terms, model terms, reference normalisation, site terms, median-site centring. Returns the
+    base columns, a, b, c and the ``carry`` columns."""
+
+    def wmean(value: SparkColumn, window: Window) -> SparkColumn:
+        return F.sum(F.col("w") * value).over(window) / F.sum("w").over(window)
+
+    y, a, b, c = F.col("y"), F.col("a"), F.col("b"), F.col("c")
+    keep = [*_BASE, *carry]
+    s = state.select(*keep, c.alias("_cp"), wmean(y - b - c, _win("_t")).alias("a"))
+    keep.append("a")
+    s = s.select(*keep, "_cp", wmean(y - a - F.col("_cp"), _win("_m")).alias("_braw"))
+    ref_b = F.max(F.when(F.col("_ref"), F.col("_braw"))).over(_win())
+    s = s.select(*keep, (F.col("_braw") - F.coalesce(ref_b, F.lit(0.0))).alias("b"))
+    keep.append("b")
+    # site terms, centred on the median site of the group (sites ranked by their term)
+    s = s.select(*keep, wmean(y - a - b, _win("_s")).alias("_craw"))
+    ranked = _win().orderBy("_craw", "_s").rowsBetween(Window.unboundedPreceding, 0)
+    is_first = F.col("_sfirst").cast("int")
+    s = s.select(
+        *keep,
+        "_craw",
+        F.sum(is_first).over(ranked).alias("_rank"),
+        F.sum(is_first).over(_win()).alias("_n"),
+    )
+    n, rank = F.col("_n"), F.col("_rank")
+    is_mid = F.col("_sfirst") & ((rank == F.floor((n + 1) / 2)) | (rank == F.floor(n / 2) + 1))
+    mid = F.avg(F.when(is_mid, F.col("_craw"))).over(_win())
+    return s.select(*keep, (F.col("_craw") - mid).alias("c"))
+
+
+# --------------------------------------------------------------------------------------------
+# Intervals and gold tables
+# --------------------------------------------------------------------------------------------
+
+
+def _percentile6(values: SparkColumn, p: float) -> SparkColumn:
+    """Percentile p of an array aggregate: the order statistic at p(n+1), interpolated and
+    clamped to [1, n] (Hyndman-Fan type 6). Null for an empty array."""
+    arr = F.sort_array(values)
+    n = F.size(arr)
+    h = F.least(F.greatest(F.lit(p) * (n + 1), F.lit(1.0)), n.cast("double"))
+    lo = F.floor(h).cast("int")
+    hi = F.least(lo + 1, n)
+    v_lo = F.element_at(arr, lo)
+    v_hi = F.element_at(arr, hi)
+    return F.when(n > 0, v_lo + (h - lo) * (v_hi - v_lo))
+
+
+def interval(replicates: DataFrame, keys: Sequence[str], value: str) -> DataFrame:
+    """Replicate values (rep >= 1) -> one row per keys with ci_low, ci_high, n_replicates."""
+    return (
+        replicates.where(F.col("rep") >= 1)
+        .where(F.col(value).isNotNull())
+        .groupBy(*keys)
+        .agg(F.collect_list(value).alias("_v"))
+        .select(
+            *keys,
+            _percentile6(F.col("_v"), 0.025).alias("ci_low"),
+            _percentile6(F.col("_v"), 0.975).alias("ci_high"),
+            F.size("_v").cast("int").alias("n_replicates"),
+        )
+    )
+
+
+def model_replicates(fitted: DataFrame, refs: DataFrame, rep_groups: DataFrame) -> DataFrame:
+    """Fitted cells -> one row per (job_type, rep, cpu_model) of the model variant with the
+    normalised ``factor`` = exp(-b); null in a replicate where the model is not connected to its
+    group's reference model (its factor is not identified there)."""
+    b = (
+        fitted.where(F.col("variant") == VARIANT_MODEL)
+        .groupBy("job_type", "rep", "cpu_model", "reference_model")
+        .agg(F.first("b").alias("b"), F.first("iterations").alias("iterations"),
+             F.first("converged").alias("converged"))
+    )  # fmt: skip
+    label = rep_groups.select("job_type", "rep", "cpu_model", "group")
+    ref_label = rep_groups.select(
+        "job_type", "rep", F.col("cpu_model").alias("reference_model"), F.col("group").alias("_rg")
+    )
+    return (
+        b.join(label, ["job_type", "rep", "cpu_model"], "left")
+        .join(ref_label, ["job_type", "rep", "reference_model"], "left")
+        .withColumn("factor", F.when(F.col("group") == F.col("_rg"), F.exp(-F.col("b"))))
+        .select("job_type", "rep", "cpu_model", "factor", "iterations", "converged")
+    )
+
+
+def speed_factors(
+    replicates: DataFrame, refs: DataFrame, microarchitectures: DataFrame
+) -> DataFrame:
+    """Per-replicate factors, references and microarchitectures -> gold.cpu_speed_factors."""
+    point = replicates.where(F.col("rep") == 0).select(
+        "job_type", "cpu_model", F.col("factor").alias("speed_factor"), "iterations", "converged"
+    )
+    ci = interval(replicates, ["job_type", "cpu_model"], "factor")
+    return GOLD_CPU_SPEED_FACTORS.conform(
+        point.join(refs, ["job_type", "cpu_model"])
+        .join(ci, ["job_type", "cpu_model"], "left")
+        .join(F.broadcast(microarchitectures), "cpu_model", "left")
+        .withColumn("n_replicates", F.coalesce("n_replicates", F.lit(0)))
+    )
+
+
+def factor_agreement(factors: DataFrame) -> DataFrame:
+    """gold.cpu_speed_factors -> gold.speed_factor_agreement (pairs of job types and pooled)."""
+    f = factors.where(
+        (F.col("job_type") != ALL) & (F.col("cpu_model") != F.col("reference_model"))
+    ).select("job_type", "cpu_model", "reference_model", "speed_factor")
+    a = f.select(
+        F.col("job_type").alias("job_type_a"),
+        "cpu_model",
+        "reference_model",
+        F.col("speed_factor").alias("fa"),
+    )
+    b = f.select(
+        F.col("job_type").alias("job_type_b"),
+        "cpu_model",
+        "reference_model",
+        F.col("speed_factor").alias("fb"),
+    )
+    pairs = (
+        a.join(b, ["cpu_model", "reference_model"])
+        .where(F.col("job_type_a") < F.col("job_type_b"))
+        .withColumn("d", (F.col("fa") - F.col("fb")) / ((F.col("fa") + F.col("fb")) / 2.0))
+    )
+    pooled = pairs.withColumn("job_type_a", F.lit(ALL)).withColumn("job_type_b", F.lit(ALL))
+
+    def summary(df: DataFrame) -> DataFrame:
+        return df.groupBy("job_type_a", "job_type_b").agg(
+            F.count(F.lit(1)).alias("n_models"),
+            F.avg(F.abs("d")).alias("mean_abs_rel_diff"),
+            F.sqrt(F.avg(F.col("d") * F.col("d"))).alias("rms_rel_diff"),
+            F.max(F.abs("d")).alias("max_abs_rel_diff"),
+            F.max_by("cpu_model", F.abs("d")).alias("max_diff_model"),
+        )
+
+    return GOLD_SPEED_FACTOR_AGREEMENT.conform(summary(pairs).unionByName(summary(pooled)))
+
+
+def benchmark_mismatch(factors: DataFrame, jobs: DataFrame, margin: float = 0.10) -> DataFrame:
+    """gold.cpu_speed_factors and silver.jobs -> gold.benchmark_mismatch."""
+    hs23 = (
+        jobs.where(F.col("hs23_per_core") > 0)
+        .groupBy("cpu_model")
+        .agg(F.median("hs23_per_core").alias("hs23_per_core"))
+    )
+    ref_hs23 = hs23.select(
+        F.col("cpu_model").alias("reference_model"), F.col("hs23_per_core").alias("_ref_hs23")
+    )
+    bench = F.col("hs23_per_core") / F.col("_ref_hs23")
+    out = (
+        factors.join(F.broadcast(hs23), "cpu_model")
+        .join(F.broadcast(ref_hs23), "reference_model")
+        .withColumn("benchmark_factor", bench)
+        .withColumn("ratio", F.col("speed_factor") / F.col("benchmark_factor"))
+        .withColumn("ratio_ci_low", F.col("ci_low") / F.col("benchmark_factor"))
+        .withColumn("ratio_ci_high", F.col("ci_high") / F.col("benchmark_factor"))
+        .withColumn("margin", F.lit(margin))
+        .withColumn(
+            "flagged",
+            F.coalesce(
+                (F.col("ratio_ci_high") < 1.0 - margin) | (F.col("ratio_ci_low") > 1.0 + margin),
+                F.lit(False),
+            ),
+        )
+    )
+    return GOLD_BENCHMARK_MISMATCH.conform(out)
+
+
+def _wmean(value: SparkColumn) -> SparkColumn:
+    return F.sum(F.col("w") * value) / F.sum("w")
+
+
+def site_replicates(fitted: DataFrame) -> DataFrame:
+    """Fitted cells -> one row per (job_type, rep, reference_model, site, cpu_model) of the site
+    variant with ``term``: the site term c (cpu_model ALL) or the weighted mean residual
+    y - a - b of the model's cells at the site (models that ran at two sites or more)."""
+    sc = fitted.where(F.col("variant") == VARIANT_SITE).withColumnRenamed("gkey", "reference_group")
+    site_terms = sc.groupBy("job_type", "rep", "reference_group", "site").agg(
+        F.lit(ALL).alias("cpu_model"), F.first("c").alias("term")
+    )
+    multi_site = (
+        sc.where(F.col("rep") == 0)
+        .groupBy("job_type", "cpu_model")
+        .agg(F.countDistinct("site").alias("_sites"))
+        .where(F.col("_sites") >= 2)
+        .drop("_sites")
+    )
+    per_model = (
+        sc.join(F.broadcast(multi_site), ["job_type", "cpu_model"])
+        .groupBy("job_type", "rep", "reference_group", "site", "cpu_model")
+        .agg(_wmean(F.col("y") - F.col("a") - F.col("b")).alias("term"))
+    )
+    return site_terms.unionByName(per_model).withColumnRenamed("reference_group", "reference_model")
+
+
+def site_anomalies(
+    replicates: DataFrame, fit_cells: DataFrame, refs: DataFrame, site_margin: float = 0.05
+) -> DataFrame:
+    """Site replicates, cells and references -> gold.site_speed_anomalies."""
+    keys = ["job_type", "reference_model", "site", "cpu_model"]
+    sc = fit_cells.where((F.col("variant") == VARIANT_SITE) & (F.col("rep") == 0)).select(
+        "job_type", F.col("gkey").alias("reference_model"), "site", "cpu_model", "task", "n_jobs"
+    )
+    counts = (
+        sc.groupBy("job_type", "reference_model", "site", "cpu_model")
+        .agg(F.sum("n_jobs").alias("n_jobs"), F.countDistinct("task").alias("n_tasks"))
+        .unionByName(
+            sc.groupBy("job_type", "reference_model", "site").agg(
+                F.lit(ALL).alias("cpu_model"),
+                F.sum("n_jobs").alias("n_jobs"),
+                F.countDistinct("task").alias("n_tasks"),
+            )
+        )
+    )
+    slow = replicates.withColumn("slowdown", F.exp("term"))
+    point = slow.where(F.col("rep") == 0).select(
+        *keys, F.col("term").alias("site_term"), "slowdown"
+    )
+    ci = interval(slow, keys, "slowdown")
+    group_ids = refs.select(
+        "job_type", F.col("cpu_model").alias("reference_model"), "group_id"
+    ).distinct()
+    out = (
+        point.join(ci, keys, "left")
+        .join(counts, keys, "left")
+        .join(F.broadcast(group_ids), ["job_type", "reference_model"], "left")
+        .withColumn("margin", F.lit(site_margin))
+        .withColumn(
+            "flagged",
+            F.coalesce(
+                (F.col("ci_low") > 1.0) & (F.col("slowdown") > 1.0 + site_margin), F.lit(False)
+            ),
+        )
+    )
+    return GOLD_SITE_SPEED_ANOMALIES.conform(out)
+
+
+def compute(
+    jobs: DataFrame,
+    reference_model: str | None = None,
+    bootstrap: int = 30,
+    margin: float = 0.10,
+    seed: int = 1,
+    site_margin: float = 0.05,
+    tolerance: float = 1e-6,
+    max_iterations: int = 100,
+) -> dict[str, DataFrame]:
+    """silver.jobs -> the four gold tables (full table name -> DataFrame, conformed)."""
+    prepared = prepare(jobs)
+    kept = screen_outliers(prepared).localCheckpoint(eager=True)
+    model_cells = cells(kept).withColumn("variant", F.lit(VARIANT_MODEL))
+    site_cells = cells(kept, by_site=True).withColumn("variant", F.lit(VARIANT_SITE))
+    boot = bootstrap_cells(model_cells.unionByName(site_cells), bootstrap, seed).localCheckpoint(
+        eager=True
+    )
+    rep_groups = connected_groups(
+        boot.where(F.col("variant") == VARIANT_MODEL), keys=("job_type", "rep")
+    )
+    data_groups = rep_groups.where(F.col("rep") == 0)
+    refs = reference_models(
+        data_groups,
+        boot.where((F.col("variant") == VARIANT_MODEL) & (F.col("rep") == 0)),
+        reference_model,
+    ).localCheckpoint(eager=True)
+    fit_cells = boot.join(
+        F.broadcast(refs.select("job_type", "cpu_model", "reference_model")),
+        ["job_type", "cpu_model"],
+    ).withColumn("gkey", F.col("reference_model"))
+    fit_cells = fit_cells.localCheckpoint(eager=True)
+    fitted = fit_effects(fit_cells, tolerance=tolerance, max_iterations=max_iterations)
+    fitted = fitted.localCheckpoint(eager=True)
+    microarchitectures = (
+        jobs.where(F.col("cpu_model").isNotNull())
+        .groupBy("cpu_model")
+        .agg(F.mode("microarchitecture").alias("microarchitecture"))
+    )
+    factors = speed_factors(
+        model_replicates(fitted, refs, rep_groups), refs, microarchitectures
+    ).localCheckpoint(eager=True)
+    mismatch = benchmark_mismatch(factors, jobs, margin)
+    agreement = factor_agreement(factors)
+    anomalies = site_anomalies(site_replicates(fitted), fit_cells, refs, site_margin)
+    return {
+        GOLD_CPU_SPEED_FACTORS.full_name: factors,
+        GOLD_SPEED_FACTOR_AGREEMENT.full_name: agreement,
+        GOLD_BENCHMARK_MISMATCH.full_name: mismatch,
+        GOLD_SITE_SPEED_ANOMALIES.full_name: anomalies,
+    }

@@ -1,0 +1,86 @@
+"""Gold analytics against the simulator's planted truth (the efficiency issue's acceptance)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from gridlake.gold import efficiency
+from gridlake.gold.site_efficiency import site_jobtype_efficiency_weekly
+from gridlake.silver.files import silver_jobs_from_jsonl
+from gridlake.sources.simulate import SimConfig, simulate
+
+
+@pytest.fixture(scope="module")
+def gold_eff(sim_jobs) -> dict:
+    frames = efficiency.compute(sim_jobs)
+    return {name: df.collect() for name, df in frames.items()}
+
+
+def test_site_and_job_type_efficiency_equal_the_truth(sim_grid, sim_jobs) -> None:
+    _, truth = sim_grid
+    expected = {
+        (r["week"], r["site"], r["vo"], r["job_type"]): r
+        for r in truth["efficiency_sums"]
+        if r["job_type"] != "ALL"
+    }
+    got = {
+        (r.week.isoformat(), r.site, r.vo, r.job_type): r
+        for r in site_jobtype_efficiency_weekly(sim_jobs).collect()
+    }
+    assert set(got) == set(expected)
+    for key, e in expected.items():
+        g = got[key]
+        assert (g.jobs, g.failed_jobs) == (e["jobs"], e["failed_jobs"]), key
+        assert abs(g.cpu_efficiency - e["cpu_efficiency"]) < 1e-9, key
+        assert g.events == e["events"], key
+
+
+def test_amdahl_serial_fraction_within_20_percent(sim_grid, gold_eff) -> None:
+    _, truth = sim_grid
+    fits = {r.job_type: r for r in gold_eff["gold.multicore_fit"]}
+    checked = 0
+    for jt, spec in truth["job_types"].items():
+        if len(spec["cores"]) < 2 or spec["serial_fraction"] == 0:
+            continue
+        fit, s = fits[jt], spec["serial_fraction"]
+        if fit.serial_fraction_se is not None and fit.serial_fraction_se > 0.2 * s:
+            # too few multi-core jobs to pin s within 20%: the planted value must lie in the 95% CI
+            assert abs(fit.serial_fraction - s) < 1.96 * fit.serial_fraction_se, jt
+        else:
+            assert fit.serial_fraction == pytest.approx(s, rel=0.2), jt
+        checked += 1
+    assert checked == 4  # evgen, simul, pile, reprocessing run on several core counts
+
+
+def test_recommended_job_length_within_15_percent(sim_grid, gold_eff) -> None:
+    _, truth = sim_grid
+    advice = {r.job_type: r for r in gold_eff["gold.job_length_advice"]}
+    for jt, spec in truth["job_types"].items():
+        a = advice[jt]
+        assert a.optimal_hours == pytest.approx(spec["optimal_payload_hours"], rel=0.15), (
+            jt, a.init_seconds, spec["init_seconds"], a.hazard_per_hour, spec["hazard_per_hour"],
+        )  # fmt: skip
+
+
+def test_outliers_name_the_planted_sites(sim_grid, gold_eff) -> None:
+    _, truth = sim_grid
+    sites = {r.entity_value for r in gold_eff["gold.efficiency_outliers"] if r.entity == "site"}
+    planted = truth["planted"]
+    assert planted["slow_storage_site"] in sites
+    assert planted["misconfigured_site"] in sites
+    normal = {s for s, v in truth["sites"].items() if not v["roles"]}
+    assert not sites & normal, sites & normal
+
+
+@pytest.mark.slow
+def test_clean_control_grid_has_no_outliers(spark, tmp_path) -> None:
+    config = SimConfig(start=date(2026, 10, 19), days=14, sites=8, cpu_models=12, jobs=15_000,
+                       seed=12, effects=False, monitored_hosts_per_site=0,
+                       latency_interval=86_400)  # fmt: skip
+    simulate(config, tmp_path, progress=False)
+    jobs = silver_jobs_from_jsonl(spark, str(tmp_path / "jobs.jsonl"))
+    rules = efficiency.outlier_rules_frame(spark)
+    flagged = efficiency.efficiency_outliers(jobs, rules).collect()
+    assert flagged == [], [(r.entity, r.entity_value, r.job_type, r.rule_id) for r in flagged]

@@ -1,0 +1,507 @@
+"""Network analytics (gold.network_*) against a simulated grid whose network effects are known.
+
+The grid: 6 sites, 5 days (Wednesday to Sunday, so one weekend) of one-minute perfSONAR latency
+samples and 4-hourly throughput tests, with the simulator's planted congestion episodes on two
+paths, a weekend latency spike on every incoming link of one site, a drifting clock, a
+complete-loss outage and a throughput drop (``truth.json``), plus the planted utilisation of
+every path at every sample (``link_truth.csv``, the labels of the predictor).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from pyspark.sql import functions as F
+
+from gridlake.gold import network as N
+
+SIM = {
+    "start": date(2026, 10, 7),  # a Wednesday: Saturday and Sunday are the last two days
+    "days": 5,
+    "sites": 6,
+    "cpu_models": 5,
+    "jobs": 500,
+    "latency_interval": 60,
+    "monitored_hosts_per_site": 0,
+    "seed": 3,
+}
+LINK_TRUTH_SCHEMA = "src_site STRING, dst_site STRING, ts TIMESTAMP, utilisation DOUBLE"
+
+
+def _ts(text: str) -> datetime:
+    """truth.json time (RFC 3339, Z) -> naive UTC datetime, as Spark returns with UTC sessions."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).replace(tzinfo=None)
+
+
+@pytest.fixture(scope="module")
+def net_grid(tmp_path_factory):
+    from gridlake.sources.simulate import SimConfig, simulate
+
+    out = tmp_path_factory.mktemp("netsim")
+    truth = simulate(SimConfig(**SIM), out, progress=False)
+    return out, truth["network"]
+
+
+@pytest.fixture(scope="module")
+def planted(net_grid):
+    return net_grid[1]
+
+
+@pytest.fixture(scope="module")
+def network(spark, net_grid):
+    """silver.network rows of the simulated grid, built with refine's own transforms."""
+    from gridlake.silver.files import silver_network_from_jsonl
+
+    df = silver_network_from_jsonl(spark, str(net_grid[0] / "network.jsonl")).cache()
+    df.count()
+    yield df
+    df.unpersist()
+
+
+@pytest.fixture(scope="module")
+def labels(spark, net_grid):
+    return spark.read.csv(
+        str(net_grid[0] / "link_truth.csv"), header=True, schema=LINK_TRUTH_SCHEMA
+    )
+
+
+@pytest.fixture(scope="module")
+def gold(network, labels):
+    """Every output of ``compute`` with the predictor trained (the slow part, done once)."""
+    out = N.compute(network, labels, run_id="test-run")
+    assert set(out) == {t.full_name for t in N.TABLES}
+    cached = {name: df.cache() for name, df in out.items()}
+    yield cached
+    for df in cached.values():
+        df.unpersist()
+
+
+@pytest.fixture(scope="module")
+def status_truth(gold, labels):
+    """gold.network_link_status with the mean planted utilisation of the same interval."""
+    u = (
+        labels.withColumn(
+            "interval_start", F.timestamp_seconds(F.floor(F.unix_seconds("ts") / 300) * 300)
+        )
+        .groupBy("src_site", "dst_site", "interval_start")
+        .agg(F.avg("utilisation").alias("u"))
+    )
+    df = (
+        gold[N.GOLD_NETWORK_LINK_STATUS.full_name]
+        .join(u, ["src_site", "dst_site", "interval_start"], "left")
+        .cache()
+    )
+    yield df
+    df.unpersist()
+
+
+@pytest.fixture(scope="module")
+def alarms(gold):
+    return [r.asDict() for r in gold[N.GOLD_NETWORK_ALARMS.full_name].collect()]
+
+
+def _episode_frame(spark, planted, margin_minutes: int = 0):
+    rows = [
+        (
+            e["src_site"],
+            e["dst_site"],
+            _ts(e["start"]) - timedelta(minutes=margin_minutes),
+            _ts(e["end"]) + timedelta(minutes=margin_minutes),
+            i,
+        )
+        for i, e in enumerate(planted["congestion_episodes"])
+    ]
+    return spark.createDataFrame(
+        rows, "e_src STRING, e_dst STRING, e_start TIMESTAMP, e_end TIMESTAMP, episode INT"
+    )
+
+
+def _in_episode(status, episodes):
+    """status rows with the planted episode they overlap (episode null outside every episode)."""
+    cond = (
+        (F.col("src_site") == F.col("e_src"))
+        & (F.col("dst_site") == F.col("e_dst"))
+        & (F.col("interval_end") > F.col("e_start"))
+        & (F.col("interval_start") < F.col("e_end"))
+    )
+    return status.join(episodes, cond, "left")
+
+
+def _planted_paths(planted) -> set[tuple[str, str]]:
+    paths = {tuple(p) for p in planted["congested_paths"]}
+    for key in ("outage", "throughput_drop", "clock_drift"):
+        paths.add((planted[key]["src_site"], planted[key]["dst_site"]))
+    return paths
+
+
+# --------------------------------------------------------------------------------------------
+# Fast unit checks on hand-made rows
+# --------------------------------------------------------------------------------------------
+
+
+def _latency_rows(spark, values, start=datetime(2026, 10, 7, 0, 0, 30)):
+    """silver-like latency rows of one path: values = [(delay_median, delay_min, loss), ...]."""
+    rows = [
+        (
+            "A",
+            "B",
+            "ps.a.org",
+            "ps.b.org",
+            start + timedelta(minutes=i),
+            "latency",
+            med,
+            mn,
+            0.1,
+            loss,
+            None,
+        )
+        for i, (med, mn, loss) in enumerate(values)
+    ]
+    schema = (
+        "src_site STRING, dst_site STRING, src_host STRING, dst_host STRING, ts TIMESTAMP, "
+        "test STRING, delay_median_ms DOUBLE, delay_min_ms DOUBLE, delay_sd_ms DOUBLE, "
+        "packet_loss DOUBLE, throughput_bps DOUBLE"
+    )
+    return spark.createDataFrame(rows, schema)
+
+
+def test_labels_are_the_next_interval(spark):
+    """The label of an interval is the utilisation of the interval after it (a forecast)."""
+    rows = [
+        ("A", "B", datetime(2026, 10, 7, 0, 1), 0.2),
+        ("A", "B", datetime(2026, 10, 7, 0, 3), 0.4),  # interval 00:00 -> mean 0.3
+        ("A", "B", datetime(2026, 10, 7, 0, 6), 0.9),  # interval 00:05 -> mean 0.9
+    ]
+    lab = N.interval_labels(
+        spark.createDataFrame(
+            rows, "src_site STRING, dst_site STRING, ts TIMESTAMP, utilisation DOUBLE"
+        )
+    )
+    got = {r["interval_start"]: (r["next_utilisation"], r["label"]) for r in lab.collect()}
+    assert got == {
+        datetime(2026, 10, 6, 23, 55): (pytest.approx(0.3), 0.0),
+        datetime(2026, 10, 7, 0, 0): (pytest.approx(0.9), 1.0),
+    }
+
+
+def test_features_are_lags_of_past_samples_only(spark):
+    """delay_lag_k of an interval is the excess delay k samples before its last sample: a
+    rising ramp shows in the lags in order, and nothing after the interval leaks in."""
+    values = [(10.0 + (i if i >= 20 else 0), 9.9, 0.0) for i in range(40)]
+    samples = N.latency_samples(_latency_rows(spark, values))
+    feats = N.interval_features(samples, N.path_baselines(samples))
+    row = feats.filter(F.col("interval_start") == datetime(2026, 10, 7, 0, 25)).first()
+    assert row["samples"] == 5
+    # last sample of the interval is minute 29 (delay 39), baseline 10 ms (first hour's median)
+    lags = [row[c] for c in N.FEATURE_COLUMNS if c.startswith("delay_lag_")]
+    diffs = [a - b for a, b in itertools.pairwise(lags)]
+    assert all(d == pytest.approx(1.0) for d in diffs[:9])  # minutes 29..20 rise 1 ms a minute
+    assert diffs[9] == pytest.approx(20.0)  # minute 20 (30 ms) vs minute 19 (10 ms)
+    assert all(d == pytest.approx(0.0) for d in diffs[10:])
+    assert row["f_window_delay_min"] == pytest.approx(lags[-1])
+
+
+@pytest.mark.slow
+def test_complete_loss_times_and_congestion_index(spark):
+    """Complete loss: start = first lost sample, end = first sample through again; it is an
+    outage, not congestion."""
+    # delays look high while everything is lost: delay x loss must still not call it congestion
+    values = [(5.0, 4.9, 0.0)] * 20 + [(9.0, 4.9, 1.0)] * 7 + [(5.0, 4.9, 0.0)] * 13
+    net = _latency_rows(spark, values)
+    alarms = N.network_alarms(net).collect()
+    assert [a["kind"] for a in alarms] == ["complete_loss"]
+    assert alarms[0]["start_ts"] == datetime(2026, 10, 7, 0, 20, 30)
+    assert alarms[0]["end_ts"] == datetime(2026, 10, 7, 0, 27, 30)
+    status = N.network_link_status(net)
+    assert status.filter("congested").count() == 0
+    assert status.filter("smoothed_loss = 1").count() == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Against the simulated grid
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_congested_flags_cover_planted_episodes(spark, planted, status_truth):
+    episodes = _episode_frame(spark, planted)
+    s = _in_episode(status_truth, episodes)
+    # The episode's core: the simulator's delay and loss react from utilisation ~0.8 upwards.
+    core = s.filter(F.col("episode").isNotNull() & (F.col("u") >= 0.82))
+    n_core = core.count()
+    assert n_core > 50
+    recall = core.filter("congested").count() / n_core
+    assert recall >= 0.8, recall
+    per_episode = {
+        r["episode"]: r["n"]
+        for r in s.filter("congested").groupBy("episode").agg(F.count("*").alias("n")).collect()
+    }
+    assert all(per_episode.get(i, 0) > 0 for i in range(len(planted["congestion_episodes"])))
+
+    # Rare elsewhere: outside the planted episodes (+-10 min) almost nothing is flagged.
+    wide = _in_episode(status_truth, _episode_frame(spark, planted, margin_minutes=10))
+    outside = wide.filter(F.col("episode").isNull())
+    false_flags = outside.filter("congested").count()
+    assert false_flags <= 0.001 * outside.count(), false_flags
+    congested_paths = {tuple(p) for p in planted["congested_paths"]}
+    flagged_paths = {
+        (r["src_site"], r["dst_site"])
+        for r in status_truth.filter("congested")
+        .select("src_site", "dst_site")
+        .distinct()
+        .collect()
+    }
+    assert flagged_paths == congested_paths
+
+
+@pytest.mark.slow
+def test_link_status_baselines_and_quiet_filter(planted, status_truth):
+    st = status_truth
+    assert st.count() == 30 * 5 * 288  # every path, every 5 minutes
+    spike_site = planted["weekend_spike"]["dst_site"]
+    drift = (planted["clock_drift"]["src_site"], planted["clock_drift"]["dst_site"])
+    clean = st.filter(
+        (F.col("dst_site") != spike_site)
+        & ~((F.col("src_site") == drift[0]) & (F.col("dst_site") == drift[1]))
+        & (F.col("u") < 0.7)
+    )
+    # clean, uncongested intervals are quiet; the baseline sits at the path's usual delay
+    assert clean.filter("quiet").count() >= 0.95 * clean.count()
+    assert clean.filter(F.abs("excess_delay_ms") > 0.5).count() == 0
+    # the weekend spike does not move the baseline: excess ~ +8 ms during the spike hours
+    spike = st.filter(
+        (F.col("dst_site") == spike_site)
+        & F.dayofweek("interval_start").isin(1, 7)
+        & F.hour("interval_start").between(12, 17)
+    )
+    row = spike.agg(
+        F.expr("percentile(excess_delay_ms, 0.5)").alias("m"),
+        F.avg(F.col("quiet").cast("double")).alias("q"),
+    ).first()
+    assert row["m"] == pytest.approx(planted["weekend_spike"]["extra_delay_ms"], abs=0.5)
+    assert row["q"] < 0.01
+    # congested intervals are never quiet; the propagation floor sits below the usual delay
+    assert st.filter("congested and quiet").count() == 0
+    assert st.filter("baseline_min_delay_ms > baseline_delay_ms").count() == 0
+    # predictions are probabilities, higher where the next interval runs hot
+    p = st.agg(
+        F.min("p_util_over_70_next").alias("lo"),
+        F.max("p_util_over_70_next").alias("hi"),
+        F.count(F.when(F.col("p_util_over_70_next").isNull(), 1)).alias("nulls"),
+    ).first()
+    assert p["nulls"] == 0 and p["lo"] >= 0.0 and p["hi"] <= 1.0
+    hot = st.filter("u > 0.85").agg(F.avg("p_util_over_70_next")).first()[0]
+    cold = st.filter("u < 0.5").agg(F.avg("p_util_over_70_next")).first()[0]
+    assert hot > 0.5 > 0.05 > cold
+
+
+@pytest.mark.slow
+def test_outage_alarm(planted, alarms):
+    outage = planted["outage"]
+    lost = [a for a in alarms if a["kind"] == "complete_loss"]
+    assert len(lost) == 1
+    a = lost[0]
+    assert (a["src_site"], a["dst_site"]) == (outage["src_site"], outage["dst_site"])
+    # samples every minute: the first lost and the first recovered sample are < 1 min late
+    assert timedelta(0) <= a["start_ts"] - _ts(outage["start"]) < timedelta(minutes=1)
+    assert timedelta(0) <= a["end_ts"] - _ts(outage["end"]) < timedelta(minutes=1)
+    assert json.loads(a["evidence"])["recovered"] is True
+
+
+@pytest.mark.slow
+def test_throughput_drop_alarm(planted, alarms):
+    drop = planted["throughput_drop"]
+    tp = [a for a in alarms if a["kind"].startswith("throughput_")]
+    assert [(a["kind"], a["src_site"], a["dst_site"]) for a in tp] == [
+        ("throughput_drop", drop["src_site"], drop["dst_site"])
+    ]
+    a = tp[0]
+    # tests every 4 hours: the first test after the drop raises it
+    assert timedelta(0) <= a["start_ts"] - _ts(drop["from"]) <= timedelta(hours=4)
+    assert a["value"] == pytest.approx(drop["factor"], abs=0.1)  # observed / baseline median
+
+
+@pytest.mark.slow
+def test_clock_alarms(network, planted, alarms):
+    drift = planted["clock_drift"]
+    path = (drift["src_site"], drift["dst_site"])
+    clock = [a for a in alarms if a["kind"].startswith("clock_")]
+    assert {(a["src_site"], a["dst_site"]) for a in clock} == {path}
+    drifts = [a for a in clock if a["kind"] == "clock_drift"]
+    assert len(drifts) == 1
+    assert drifts[0]["value"] == pytest.approx(drift["ms_per_day"], abs=0.2)
+    negative = (
+        network.filter(
+            (F.col("src_site") == path[0])
+            & (F.col("dst_site") == path[1])
+            & (F.col("delay_min_ms") < 0)
+        )
+        .agg(F.min("ts"))
+        .first()[0]
+    )
+    neg_alarms = [a for a in clock if a["kind"] == "clock_negative_delay"]
+    if negative is None:
+        assert neg_alarms == []
+    else:  # the short path's delays went negative: one alarm from the first negative sample
+        assert len(neg_alarms) == 1
+        assert neg_alarms[0]["start_ts"] == negative
+        assert neg_alarms[0]["value"] < 0
+
+
+@pytest.mark.slow
+def test_no_alarms_on_clean_paths(planted, alarms):
+    planted_paths = _planted_paths(planted)
+    congested = {tuple(p) for p in planted["congested_paths"]}
+    for a in alarms:
+        if a["kind"] == "recurring_weekend_spike":
+            continue
+        assert (a["src_site"], a["dst_site"]) in planted_paths, a
+        if a["kind"] == "high_loss":
+            assert (a["src_site"], a["dst_site"]) in congested, a
+    kinds = {a["kind"] for a in alarms}
+    assert {"complete_loss", "throughput_drop", "clock_drift", "recurring_weekend_spike"} <= kinds
+
+
+@pytest.mark.slow
+def test_weekend_spike_recognised(planted, alarms):
+    spike = planted["weekend_spike"]
+    found = [a for a in alarms if a["kind"] == "recurring_weekend_spike"]
+    assert [a["dst_site"] for a in found] == [spike["dst_site"]]
+    a = found[0]
+    assert a["src_site"] is None and a["src_host"] is None
+    ev = json.loads(a["evidence"])
+    lo, hi = spike["hours_utc"]
+    assert ev["hours_utc"] == list(range(lo, hi))
+    assert [date.fromisoformat(d).strftime("%A") for d in ev["days"]] == spike["days"]
+    assert ev["incoming_links"] == SIM["sites"] - 1
+    assert a["value"] == pytest.approx(spike["extra_delay_ms"], abs=1.0)
+    assert a["start_ts"].hour == lo and a["end_ts"].hour == hi
+
+
+@pytest.mark.slow
+def test_cost_matrix(planted, gold):
+    cm = [r.asDict() for r in gold[N.GOLD_NETWORK_COST_MATRIX.full_name].collect()]
+    assert len(cm) == 30  # one ISO week, every ordered site pair
+    by = {(r["week"], r["src_site"], r["dst_site"]): r for r in cm}
+    assert all(r["cost_seconds_per_gb"] > 0 and r["throughput_tests"] > 0 for r in cm)
+    for src, dst in planted["congested_paths"]:
+        for (week, s, d), r in by.items():
+            if (s, d) != (src, dst):
+                continue
+            reverse = by[(week, dst, src)]
+            assert r["congested_share"] > 0.03 > reverse["congested_share"]
+            assert r["cost_seconds_per_gb"] > reverse["cost_seconds_per_gb"]
+            assert r["rtt_ms"] == pytest.approx(reverse["rtt_ms"])
+    # ranks: 1..n per destination and week, in order of cost
+    for dst in {r["dst_site"] for r in cm}:
+        rows = sorted((r for r in cm if r["dst_site"] == dst), key=lambda r: r["source_rank"])
+        assert [r["source_rank"] for r in rows] == list(range(1, len(rows) + 1))
+        costs = [r["cost_seconds_per_gb"] for r in rows]
+        assert costs == sorted(costs)
+
+
+@pytest.mark.slow
+def test_predictor_leave_one_link_out(planted, gold):
+    runs = [r.asDict() for r in gold[N.GOLD_NETWORK_MODEL_RUNS.full_name].collect()]
+    assert {r["run_id"] for r in runs} == {"test-run"}
+    held = [r for r in runs if r["scope"] == "held_out_link"]
+    links = {(r["held_out_src_site"], r["held_out_dst_site"]) for r in held}
+    # the default held-out links: the two links that ever run hot, and the filter's worst link
+    assert {tuple(p) for p in planted["congested_paths"]} < links and len(links) == 3
+    assert {r["model_type"] for r in held} == set(N.MODEL_TYPES)
+    for r in held:
+        assert r["train_rows"] > 30_000 and r["test_rows"] > 1000
+        assert r["features"] == list(N.FEATURE_COLUMNS)
+        assert r["mse"] is not None and r["empirical_mse"] is not None
+        if r["test_positives"]:
+            assert r["auc"] is not None and r["precision"] is not None and r["recall"] is not None
+    pooled = {r["model_type"]: r for r in runs if r["scope"] == "pooled"}
+    final = [r for r in runs if r["scope"] == "final"]
+    assert len(final) == 1 and final[0]["selected"]
+    chosen = final[0]["model_type"]
+    assert pooled[chosen]["auc"] == max(p["auc"] for p in pooled.values())
+    assert {r["model_type"] for r in runs if r["selected"]} == {chosen}
+    best = pooled[chosen]
+    print(
+        json.dumps(
+            [{k: v for k, v in r.items() if k not in ("features", "trained_at")} for r in runs]
+        )
+    )
+    # The learnt predictor against the empirical quiet filter on the same held-out intervals.
+    # Pooled over the held-out links it wins clearly: the filter calls every interval of the
+    # drifting-clock link "not quiet" (all false alarms); the model does not.
+    assert best["auc"] > best["empirical_auc"] + 0.05
+    assert best["mse"] < best["empirical_mse"]
+    assert best["precision"] > best["empirical_precision"]
+    assert best["auc"] > 0.9 and best["mse"] < 0.02
+    # On the congested links alone the two rank about equally well (what is measured, not a
+    # clear win): the model's probabilities are better (MSE) and its alarms more precise.
+    for src, dst in planted["congested_paths"]:
+        (r,) = [
+            r
+            for r in held
+            if r["model_type"] == chosen
+            and (r["held_out_src_site"], r["held_out_dst_site"]) == (src, dst)
+        ]
+        assert r["test_positives"] > 50
+        assert r["auc"] > 0.95 and r["auc"] > r["empirical_auc"] - 0.02
+        assert r["mse"] < r["empirical_mse"]
+        assert r["precision"] >= r["empirical_precision"]
+        assert r["recall"] > 0.8
+
+
+@pytest.mark.slow
+def test_model_saved_at_the_edge(spark, settings, tmp_path):
+    """train_congestion_model returns the model; only save_model writes it, under the storage
+    root given; load_model gives back the same predictions."""
+    # two links, 3 hours; A->B runs hot (delay and loss up) from minute 60 to 120
+    values = [
+        (5.0 + (3.0 if 60 <= i < 120 else 0.0), 4.9, 0.02 if 60 <= i < 120 else 0.0)
+        for i in range(180)
+    ]
+    a = _latency_rows(spark, values)
+    b = _latency_rows(spark, [(7.0, 6.9, 0.0)] * 180).replace("A", "C", subset=["src_site"])
+    net = a.unionByName(b)
+    t0 = datetime(2026, 10, 7, 0, 0, 30)
+    labels = spark.createDataFrame(
+        [
+            (src, "B", t0 + timedelta(minutes=i), 0.9 if src == "A" and 55 <= i < 115 else 0.3)
+            for src in ("A", "C")
+            for i in range(180)
+        ],
+        LINK_TRUTH_SCHEMA,
+    )
+    samples = N.latency_samples(net)
+    features = N.interval_features(samples, N.path_baselines(samples))
+    trained = N.train_congestion_model(
+        features, labels, model_types=("gbt",), held_out=[], run_id="r1"
+    )
+    runs = trained.runs.collect()
+    assert [(r["scope"], r["model_type"], r["selected"], r["run_id"]) for r in runs] == [
+        ("final", "gbt", True, "r1")
+    ]
+    local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
+    path = N.save_model(trained.model, local)
+    assert path == str(tmp_path / "warehouse" / "models" / "network_congestion")
+    again = N.load_model(local)
+    keys = ["src_site", "interval_start"]
+    pa = N.network_link_status(net, trained.model).select(
+        *keys, F.col("p_util_over_70_next").alias("pa")
+    )
+    pb = N.network_link_status(net, again).select(*keys, F.col("p_util_over_70_next").alias("pb"))
+    rows = {
+        (r["src_site"], r["interval_start"]): (r["pa"], r["pb"])
+        for r in pa.join(pb, keys).collect()
+    }
+    assert len(rows) == 2 * 36
+    assert all(x == pytest.approx(y, abs=1e-12) for x, y in rows.values())
+    hot = [
+        x
+        for (src, t), (x, _) in rows.items()
+        if src == "A" and t0 + timedelta(minutes=60) <= t < t0 + timedelta(minutes=110)
+    ]
+    assert min(hot) > 0.5 > max(x for (src, _), (x, _) in rows.items() if src == "C")

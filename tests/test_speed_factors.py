@@ -1,0 +1,343 @@
+"""CPU speed factors from real jobs: synthetic grid with a planted truth.
+
+Ten CPU models in two groups that share no task (eight Intel/AMD models; two ARM models at two
+sites of their own), three job types, ~270 informative tasks on 2-4 models each, log-normal
+noise sd 0.05 on CPU time per event. Planted: every model's speed equals its declared HS23 per
+core except the Ivy Bridge model, 20 % slower than its benchmark in simulation only; the nodes of
+site SLOW run 15 % slower than the same models elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from statistics import median
+
+import pytest
+from pyspark.sql import functions as F
+
+from gridlake.gold import speed_factors as sf
+
+JOBS_DDL = (
+    "job_id string, task_id string, job_type string, site string, cpu_model string, "
+    "microarchitecture string, status string, events bigint, cpu_seconds double, "
+    "cores_wall_seconds double, hs23_per_core double, is_outlier boolean"
+)
+MODELS = {  # model: (microarchitecture, planted speed = declared HS23 / 10, group)
+    "Xeon E5-2630 v3": ("Haswell", 1.00, 1),
+    "Xeon E5-2650 v2": ("Ivy Bridge", 0.85, 1),
+    "Xeon E5-2660 v4": ("Broadwell", 1.10, 1),
+    "Xeon Gold 6130": ("Skylake", 1.30, 1),
+    "EPYC 7302": ("Zen 2", 1.45, 1),
+    "Xeon X5650": ("Westmere", 0.55, 1),
+    "Xeon E5-2670": ("Sandy Bridge", 0.80, 1),
+    "EPYC 7763": ("Zen 3", 1.70, 1),
+    "Ampere Altra": ("Neoverse N1", 1.00, 2),
+    "Kunpeng 920": ("TaiShan v110", 0.75, 2),
+}
+MISMATCH_MODEL, MISMATCH_TYPE, MISMATCH_SPEED = "Xeon E5-2650 v2", "simul", 0.80
+SITES = {
+    "Xeon E5-2630 v3": ["CERN", "FZK"],
+    "Xeon E5-2650 v2": ["CERN", "RAL"],
+    "Xeon E5-2660 v4": ["FZK", "RAL"],
+    "Xeon Gold 6130": ["CERN", "FZK", "RAL", "SLOW"],
+    "EPYC 7302": ["CERN", "BNL", "SLOW"],
+    "Xeon X5650": ["RAL", "BNL"],
+    "Xeon E5-2670": ["FZK", "BNL"],
+    "EPYC 7763": ["BNL", "CERN"],
+    "Ampere Altra": ["ARM1", "ARM2"],
+    "Kunpeng 920": ["ARM1", "ARM2"],
+}
+SLOW_SITE, SLOWDOWN, SLOW_SHARE = "SLOW", 1.15, 0.05
+JOB_TYPES = ("evgen", "pile", "simul")
+NOISE = 0.05
+BOOTSTRAP = 39  # type-6 percentiles: the 1st and 39th of 39 replicates are exact 95 % limits
+
+
+def planted(model: str, job_type: str) -> float:
+    speed = MODELS[model][1]
+    return speed * MISMATCH_SPEED if (model, job_type) == (MISMATCH_MODEL, MISMATCH_TYPE) else speed
+
+
+def synthetic_jobs(seed: int = 5, tasks_per_type: int = 90) -> list[tuple]:
+    rnd = random.Random(seed)
+    group1 = [m for m, v in MODELS.items() if v[2] == 1]
+    group2 = [m for m, v in MODELS.items() if v[2] == 2]
+    rows: list[tuple] = []
+
+    def emit(task: str, job_type: str, model: str, n: int, base: float, **over: object) -> None:
+        for _ in range(n):
+            sites = SITES[model]
+            if SLOW_SITE in sites and rnd.random() < SLOW_SHARE:
+                site = SLOW_SITE
+            else:
+                site = rnd.choice([s for s in sites if s != SLOW_SITE])
+            events = rnd.randint(50, 500)
+            per_event = base / planted(model, job_type) * math.exp(rnd.gauss(0.0, NOISE))
+            if site == SLOW_SITE:
+                per_event *= SLOWDOWN
+            cpu = events * per_event
+            row = {
+                "job_id": f"j{len(rows)}",
+                "task_id": task,
+                "job_type": job_type,
+                "site": site,
+                "cpu_model": model,
+                "microarchitecture": MODELS[model][0],
+                "status": "success",
+                "events": events,
+                "cpu_seconds": cpu,
+                "cores_wall_seconds": cpu / rnd.uniform(0.75, 0.95),
+                "hs23_per_core": 10.0 * MODELS[model][1],
+                "is_outlier": False,
+            }
+            row.update(over)
+            rows.append(tuple(row.values()))
+
+    def base() -> float:
+        return math.exp(rnd.uniform(math.log(5.0), math.log(300.0)))
+
+    for job_type in JOB_TYPES:
+        for t in range(tasks_per_type):
+            task, b = f"{job_type}-{t}", base()
+            for model in rnd.sample(group1, rnd.randint(2, 4)):
+                emit(task, job_type, model, rnd.randint(5, 12), b)
+    for t in range(15):  # the second group: ARM models only, never with group 1 on a task
+        task, b = f"arm-{t}", base()
+        for model in group2:
+            emit(task, JOB_TYPES[t % 3], model, rnd.randint(5, 12), b)
+    for t in range(9):  # single-model tasks: no information, must not appear
+        emit(f"solo-{t}", JOB_TYPES[t % 3], "Xeon E5-2670", 5, base())
+    # rows the fit must ignore: failed, no events, CPU above wall x cores
+    emit("simul-0", "simul", "Xeon X5650", 3, 1000.0, status="failed")
+    emit("simul-0", "simul", "Xeon X5650", 3, 1000.0, events=None)
+    emit("simul-0", "simul", "Xeon X5650", 3, 1000.0, is_outlier=True)
+    return rows
+
+
+def with_junk(rows: list[tuple], share: float = 0.02, seed: int = 5) -> list[tuple]:
+    """2 % more jobs that are junk: stuck (CPU and wall x 50, not flagged) or events = 1."""
+    rnd = random.Random(seed)
+    good = [r for r in rows if r[6] == "success" and r[7] and not r[11]]
+    junk = []
+    for i, r in enumerate(rnd.sample(good, int(len(rows) * share))):
+        r = list(r)
+        r[0] = f"junk{i}"
+        if i % 2:
+            r[8] *= 50.0
+            r[9] *= 50.0
+        else:
+            r[7] = 1
+        junk.append(tuple(r))
+    return rows + junk
+
+
+@pytest.fixture(scope="module")
+def jobs_rows() -> list[tuple]:
+    return synthetic_jobs()
+
+
+@pytest.fixture(scope="module")
+def result(spark, jobs_rows):
+    jobs = spark.createDataFrame(jobs_rows, JOBS_DDL)
+    out = sf.compute(jobs, bootstrap=BOOTSTRAP, seed=1)
+    return {name: df.collect() for name, df in out.items()}
+
+
+@pytest.fixture(scope="module")
+def factors(result) -> dict[tuple[str, str], object]:
+    return {(r.job_type, r.cpu_model): r for r in result["gold.cpu_speed_factors"]}
+
+
+def job_counts(rows: list[tuple]) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for r in rows:
+        for jt in (r[2], sf.ALL):
+            out[(jt, r[4])] = out.get((jt, r[4]), 0) + 1
+    return out
+
+
+def truth(job_type: str, model: str, reference: str) -> float | None:
+    """Planted factor relative to the reference; None where the truth is a mixture (the
+    mismatching model in ALL, where a third of its jobs are 20 % slower)."""
+    if job_type == sf.ALL:
+        if model == MISMATCH_MODEL or reference == MISMATCH_MODEL:
+            return None
+        return MODELS[model][1] / MODELS[reference][1]
+    return planted(model, job_type) / planted(reference, job_type)
+
+
+def test_tables_have_their_columns(result) -> None:
+    for table in sf.TABLES:
+        assert table.grain and table.description
+        assert all(c.comment for c in table.columns)
+        rows = result[table.full_name]
+        assert rows, table.full_name
+        assert list(rows[0].asDict()) == table.column_names
+
+
+def test_poisson_weights_have_mean_and_variance_one(spark) -> None:
+    df = spark.range(20000).select(
+        sf.poisson1(
+            F.pmod(F.xxhash64(F.col("id"), F.lit(7)), F.lit(1 << 53)) / float(1 << 53)
+        ).alias("k")
+    )
+    row = df.agg(F.avg("k").alias("m"), F.var_pop("k").alias("v")).first()
+    assert row.m == pytest.approx(1.0, abs=0.03)
+    assert row.v == pytest.approx(1.0, abs=0.05)
+
+
+def test_connected_groups_by_label_propagation(spark) -> None:
+    edges = spark.createDataFrame(
+        [
+            ("x", "t1", "A"), ("x", "t1", "B"), ("x", "t2", "B"), ("x", "t2", "C"),
+            ("x", "t3", "C"), ("x", "t3", "D"),  # A-B-C-D chain: 3 hops
+            ("x", "t4", "E"), ("x", "t4", "F"),
+            ("y", "t1", "C"), ("y", "t1", "A"),
+        ],
+        "job_type string, task string, cpu_model string",
+    )  # fmt: skip
+    out = {(r.job_type, r.cpu_model): r.group for r in sf.connected_groups(edges).collect()}
+    assert out == {
+        ("x", "A"): "A", ("x", "B"): "A", ("x", "C"): "A", ("x", "D"): "A",
+        ("x", "E"): "E", ("x", "F"): "E",
+        ("y", "A"): "A", ("y", "C"): "A",
+    }  # fmt: skip
+
+
+def test_reference_models_prefer_configured_then_all_then_core_hours(spark) -> None:
+    groups = spark.createDataFrame(
+        [("ALL", m, "A") for m in "ABC"]
+        + [("pile", m, "B") for m in "BC"]
+        + [("simul", m, "A") for m in "AB"],
+        "job_type string, cpu_model string, group string",
+    )
+    hours = {"A": 10.0, "B": 30.0, "C": 20.0}
+    cells = spark.createDataFrame(
+        [(jt, f"t-{m}", m, 1, hours[m] * (3.0 if (jt, m) == ("pile", "C") else 1.0))
+         for jt, ms in (("ALL", "ABC"), ("pile", "BC"), ("simul", "AB")) for m in ms],
+        "job_type string, task string, cpu_model string, n_jobs bigint, core_hours double",
+    )  # fmt: skip
+
+    def refs(configured: str | None) -> dict[str, str]:
+        rows = sf.reference_models(groups, cells, configured).collect()
+        return {r.job_type: r.reference_model for r in rows}
+
+    # default: most core-hours in ALL (B); pile has more hours on C but shares B with ALL
+    assert refs(None) == {"ALL": "B", "pile": "B", "simul": "B"}
+    # configured A: wherever A is; pile has no A: the ALL reference (A) is absent, most hours: C
+    assert refs("A") == {"ALL": "A", "pile": "C", "simul": "A"}
+
+
+def test_connected_groups_are_found(factors) -> None:
+    for (jt, model), r in factors.items():
+        group = MODELS[model][2]
+        assert r.group_id == group, (jt, model)
+        assert MODELS[r.reference_model][2] == group
+    for jt in (*JOB_TYPES, sf.ALL):
+        assert {m for (j, m) in factors if j == jt} == set(MODELS), jt
+    refs = {(r.job_type, r.group_id): r.reference_model for r in factors.values()}
+    # default reference: the model with most core-hours in the group (the slowest, here)
+    assert refs[(sf.ALL, 1)] == "Xeon X5650"
+    assert refs[(sf.ALL, 2)] == "Kunpeng 920"
+    # the reference of a job type's group is the ALL group's one: factors are comparable
+    for jt in JOB_TYPES:
+        assert refs[(jt, 1)] == refs[(sf.ALL, 1)]
+        assert refs[(jt, 2)] == refs[(sf.ALL, 2)]
+    for r in factors.values():
+        if r.cpu_model == r.reference_model:
+            assert r.speed_factor == pytest.approx(1.0)
+            assert (r.ci_low, r.ci_high) == pytest.approx((1.0, 1.0))
+        assert r.converged and 1 <= r.iterations < 100
+        assert r.n_replicates >= BOOTSTRAP - 2
+
+
+def test_factors_match_planted_truth(factors, jobs_rows) -> None:
+    counts = job_counts(jobs_rows)
+    checked = 0
+    for (jt, model), r in factors.items():
+        expected = truth(jt, model, r.reference_model)
+        if expected is None or counts[(jt, model)] < 200:
+            continue
+        assert r.speed_factor == pytest.approx(expected, rel=0.02), (jt, model)
+        checked += 1
+    assert checked >= 20
+
+
+def test_intervals_cover_the_planted_truth(factors) -> None:
+    covered = []
+    for (jt, model), r in factors.items():
+        expected = truth(jt, model, r.reference_model)
+        if expected is None or model == r.reference_model:
+            continue
+        assert r.ci_low <= r.speed_factor <= r.ci_high
+        covered.append(r.ci_low <= expected <= r.ci_high)
+    assert len(covered) >= 30
+    assert sum(covered) / len(covered) >= 0.90
+
+
+def test_benchmark_mismatch_flags_only_the_planted_model(result) -> None:
+    rows = result["gold.benchmark_mismatch"]
+    flagged = {(r.job_type, r.cpu_model) for r in rows if r.flagged}
+    assert flagged == {(MISMATCH_TYPE, MISMATCH_MODEL)}
+    (row,) = [r for r in rows if (r.job_type, r.cpu_model) == (MISMATCH_TYPE, MISMATCH_MODEL)]
+    assert row.ratio == pytest.approx(MISMATCH_SPEED, rel=0.03)
+    assert row.ratio_ci_high < 0.9
+    assert row.benchmark_factor == pytest.approx(
+        MODELS[MISMATCH_MODEL][1] / MODELS[row.reference_model][1]
+    )
+
+
+def test_job_types_agree_except_the_planted_model(result) -> None:
+    rows = {(r.job_type_a, r.job_type_b): r for r in result["gold.speed_factor_agreement"]}
+    assert set(rows) == {("evgen", "pile"), ("evgen", "simul"), ("pile", "simul"), ("ALL", "ALL")}
+    assert rows[("evgen", "pile")].mean_abs_rel_diff < 0.02
+    assert rows[("evgen", "pile")].max_abs_rel_diff < 0.04
+    for pair in (("evgen", "simul"), ("pile", "simul")):
+        r = rows[pair]
+        assert r.max_diff_model == MISMATCH_MODEL
+        assert r.max_abs_rel_diff == pytest.approx(0.2 / 0.9, abs=0.03)  # |1 - 0.8| / 0.9
+        assert r.n_models == 8  # 7 + 1 shared models, references excluded
+    assert rows[("ALL", "ALL")].n_models == 24
+
+
+def test_slow_site_is_flagged_and_no_other(result) -> None:
+    rows = result["gold.site_speed_anomalies"]
+    flagged = {(r.job_type, r.site, r.cpu_model) for r in rows if r.flagged}
+    assert {s for (_, s, _) in flagged} == {SLOW_SITE}
+    for jt in (*JOB_TYPES, sf.ALL):
+        assert (jt, SLOW_SITE, sf.ALL) in flagged
+    by_key = {(r.job_type, r.site, r.cpu_model): r for r in rows}
+    slow = by_key[(sf.ALL, SLOW_SITE, sf.ALL)]
+    assert slow.slowdown == pytest.approx(SLOWDOWN, rel=0.03)
+    assert slow.ci_low <= SLOWDOWN <= slow.ci_high
+    for model in ("Xeon Gold 6130", "EPYC 7302"):
+        assert by_key[(sf.ALL, SLOW_SITE, model)].slowdown == pytest.approx(SLOWDOWN, rel=0.04)
+    for (jt, site, model), r in by_key.items():
+        if site != SLOW_SITE and model == sf.ALL and jt == sf.ALL:
+            assert r.slowdown == pytest.approx(1.0, abs=0.02), site
+    # both groups have their sites, each relative to its own median site
+    assert {r.site for r in rows if r.group_id == 2} == {"ARM1", "ARM2"}
+
+
+def test_junk_jobs_move_no_factor(spark, jobs_rows, factors) -> None:
+    junk = spark.createDataFrame(with_junk(jobs_rows), JOBS_DDL)
+    out = sf.compute(junk, bootstrap=0, seed=1)["gold.cpu_speed_factors"].collect()
+    moved = {
+        (r.job_type, r.cpu_model): abs(
+            r.speed_factor / factors[(r.job_type, r.cpu_model)].speed_factor - 1
+        )
+        for r in out
+    }
+    assert set(moved) == set(factors)
+    assert max(moved.values()) < 0.005, max(moved.items(), key=lambda kv: kv[1])
+
+
+def test_synthetic_data_is_what_the_docstring_says(jobs_rows) -> None:
+    cells: dict[tuple[str, str], set[str]] = {}
+    for r in jobs_rows:
+        cells.setdefault((r[2], r[1]), set()).add(r[4])
+    informative = [len(m) for m in cells.values() if len(m) >= 2]
+    assert 250 <= len(informative) <= 300
+    assert median(informative) >= 2
+    assert 5000 <= len(jobs_rows) <= 9000
