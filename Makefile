@@ -6,7 +6,7 @@ VENV := $(GRIDLAKE_HOME)/venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: help install up down status demo test test-unit lint format bench clean-test
+.PHONY: help install up down status demo test test-unit lint format bench docs clean-test
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -47,6 +47,9 @@ test-unit: install ## only the tests that need no service
 
 bench: install ## speed/memory figures vs same-run references (BENCH_SCALE=small|standard|full)
 	@GRIDLAKE_INSTANCE=bench GRIDLAKE_PORT_OFFSET=400 $(PY) -m gridlake.bench $(BENCH_ARGS)
+
+docs: install ## regenerate the README's table reference from the Table definitions
+	@$(VENV)/bin/gridlake docs
 
 lint: ## ruff lint and format check
 	@$(VENV)/bin/ruff check jobs tests dags superset

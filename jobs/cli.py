@@ -10,7 +10,14 @@ from pathlib import Path
 
 from gridlake.settings import TOPICS, get_settings
 
-GOLD_GROUPS = ("site_efficiency", "efficiency", "speed_factors", "io_signatures", "network")
+GOLD_GROUPS = (
+    "site_efficiency",
+    "efficiency",
+    "speed_factors",
+    "io_signatures",
+    "network",
+    "site_efficiency_monthly",
+)
 
 
 def _spark():  # noqa: ANN202
@@ -64,6 +71,24 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     groups = args.only.split(",") if args.only else None
     for table, rows in analyze(_spark(), groups=groups).items():
         print(f"{table}: {rows} rows")
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    from gridlake.docs import render, update_readme
+
+    if args.check:
+        from gridlake.docs import BEGIN, END
+        from gridlake.settings import REPO_ROOT
+
+        text = (REPO_ROOT / "README.md").read_text()
+        current = BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END if BEGIN in text else ""
+        if current != render():
+            print("README table reference is stale: run `gridlake docs`", file=sys.stderr)
+            return 1
+        print("README table reference is current")
+        return 0
+    print("README.md updated" if update_readme() else "README.md already current")
     return 0
 
 
@@ -224,6 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated groups (default all): " + ",".join(GOLD_GROUPS),
     )
     s.set_defaults(func=cmd_analyze)
+
+    s = sub.add_parser("docs", help="regenerate the README's table reference from the code")
+    s.add_argument("--check", action="store_true", help="only say whether it is current")
+    s.set_defaults(func=cmd_docs)
 
     s = sub.add_parser("publish", help="publish files (canonical JSON lines, or --format FMT)")
     s.add_argument("--topic", choices=sorted(v for v in TOPICS.values()),

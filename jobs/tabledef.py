@@ -45,6 +45,8 @@ class Table:
     columns: tuple[Column, ...]
     partition_by: tuple[str, ...] = ()
     checks: tuple[Check, ...] = ()
+    question: str = ""  # the question the table answers (README table reference)
+    example: str = ""  # an ad hoc query over it, run by the tests (README table reference)
 
     @property
     def full_name(self) -> str:

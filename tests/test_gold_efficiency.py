@@ -30,6 +30,7 @@ from gridlake.gold.efficiency import (
     multicore_fit,
     multicore_scaling,
     optimal_job_length,
+    outlier_metrics,
     outlier_rules_frame,
     two_way_effects,
     useful_fraction,
@@ -413,6 +414,32 @@ def test_multicore_fit_in_spark_recovers_serial_fraction(spark) -> None:
     assert out["sim"].serial_fraction_se == pytest.approx(0.0, abs=1e-6)
 
 
+def test_multicore_fit_compares_core_counts_within_a_site(spark) -> None:
+    # Same software (s = 0.02) at a fast site running mostly 1-core jobs and a slow site (half
+    # the efficiency: slow storage) running mostly 8-core jobs. Pooling the core counts over
+    # sites mistakes the slow site for serial fraction; comparing within sites does not.
+    s = 0.02
+    plan = {"FAST": (0.9, {1: 40, 8: 4}), "SLOW": (0.45, {1: 4, 8: 40})}  # e1, jobs per core count
+    rows = [
+        job(f"{site}-{n}-{i}", site=site, task_id=f"{site}-{n}-{i % 4}", cores=n, wall=3600.0,
+            eff=_amdahl_eff(e1, s, n))
+        for site, (e1, mix) in plan.items()
+        for n, k in mix.items()
+        for i in range(k)
+    ]  # fmt: skip
+    pooled_eff = {  # ratio of sums over both sites (equal wall per job)
+        n: sum(_amdahl_eff(e1, s, n) * mix[n] for e1, mix in plan.values())
+        / sum(mix[n] for _, mix in plan.values())
+        for n in (1, 8)
+    }
+    pooled = amdahl_fit([AmdahlPoint(n, e, 1.0) for n, e in pooled_eff.items()])
+    assert pooled.serial_fraction > 2 * s  # the confounded answer
+    (r,) = multicore_fit(jobs_df(spark, rows)).collect()
+    assert r.serial_fraction == pytest.approx(s, rel=1e-9)
+    assert r.e1 == pytest.approx((0.9 * (40 + 32) + 0.45 * (4 + 320)) / (72 + 324), rel=1e-9)
+    assert r.n_core_counts == 2
+
+
 def test_multicore_fit_standard_error_from_task_clusters(spark) -> None:
     # Two tasks per core count whose efficiencies differ: the variance of each point's 1/eff is
     # the ratio-estimator variance over tasks, worked out here from the task sums.
@@ -643,6 +670,30 @@ def test_outlier_zero_mad_is_floored(spark) -> None:
     assert r.robust_z == pytest.approx(-7.438118, rel=1e-6)  # ln(0.8) / 0.03
     assert r.deviation_pct == pytest.approx(-20.0)
     assert r.baseline_points == 4
+
+
+def test_outlier_scale_includes_the_entitys_own_sampling_error(spark) -> None:
+    """E and F are both 15% below their peers: F over 20 alike jobs (flagged), E over 20 jobs
+    alternating 0.40 and 0.96 (its own standard error explains the gap: not flagged)."""
+    effs = {s: [0.8] * 40 for s in "ABCD"} | {"E": [0.40, 0.96] * 10, "F": [0.68] * 20}
+    rows = [
+        job(f"{site}{i}", site=site, task_id=None, wall=3600, eff=eff)
+        for site, jobs in effs.items()
+        for i, eff in enumerate(jobs)
+    ]
+    rule = OutlierRule(1, "r", "site", "cpu_efficiency", "peers", "low", 3.5, 20, 3, 0.03, True,
+                       "test")  # fmt: skip
+    (r,) = efficiency_outliers(jobs_df(spark, rows), outlier_rules_frame(spark, [rule])).collect()
+    assert r.entity_value == "F"
+    assert r.robust_z == pytest.approx(math.log(0.85) / 0.03, rel=1e-6)
+    # E: R = 0.68, var(R) = n/(n-1) sum((c - R w)^2) / (sum w)^2 = 0.28^2 / 19
+    (e,) = [
+        m
+        for m in outlier_metrics(jobs_df(spark, rows)).collect()
+        if m.entity == "site" and m.entity_value == "E" and m.metric == "cpu_efficiency"
+    ]
+    assert e.value == pytest.approx(0.68)
+    assert e.log_se == pytest.approx(0.28 / math.sqrt(19) / 0.68, rel=1e-6)
 
 
 # --------------------------------------------------------------------------------------------

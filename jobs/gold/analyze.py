@@ -11,9 +11,12 @@ re-scores all of history. Groups and what they read:
 - ``io_signatures``: silver.jobs, node samples, job_node_features (+ gold.io_signature_rules)
   -> job_io_signature, node_saturation, workflow_io_profile, site_io_stress_weekly
 - ``network``: silver.network -> network_link_status, network_alarms, network_cost_matrix
+- ``site_efficiency_monthly``: silver.accounting_summaries + silver.jobs ->
+  site_efficiency_monthly (APEL summaries beside the per-job path)
 
-Rule tables are operator-editable: when the table exists and has rows it is used as it is (a new
-``rule_version`` row set takes effect on the next run); otherwise the defaults are written.
+Rule tables are operator-editable: the highest ``rule_version`` of a rule applies, so an
+operator's new version takes effect on the next run. Shipped rule versions the table lacks are
+added to it (an upgrade reaches existing instances) unless the operator's own version is higher.
 """
 
 from __future__ import annotations
@@ -28,7 +31,14 @@ from gridlake.tabledef import Table
 
 log = logging.getLogger(__name__)
 
-GROUPS = ("site_efficiency", "efficiency", "speed_factors", "io_signatures", "network")
+GROUPS = (
+    "site_efficiency",
+    "efficiency",
+    "speed_factors",
+    "io_signatures",
+    "network",
+    "site_efficiency_monthly",
+)
 
 
 def _group_tables(group: str) -> tuple[Table, ...]:
@@ -42,6 +52,8 @@ def _group_tables(group: str) -> tuple[Table, ...]:
         from gridlake.gold.io_signatures import TABLES
     elif group == "network":
         from gridlake.gold.network import TABLES
+    elif group == "site_efficiency_monthly":
+        from gridlake.gold.site_efficiency_monthly import TABLES
     else:
         raise ValueError(f"unknown gold group {group!r}; one of {GROUPS}")
     return TABLES
@@ -70,16 +82,25 @@ def _read(spark: SparkSession, table: Table, settings: Settings) -> DataFrame:
 
 
 def _rules(spark: SparkSession, table: Table, default: Callable[[], DataFrame],
-           settings: Settings) -> tuple[DataFrame, bool]:  # fmt: skip
-    """(rules, from_table): the operator's table when it has rows, else the defaults."""
+           settings: Settings, key: str = "rule_id") -> DataFrame:  # fmt: skip
+    """The rules that apply: the operator's table plus every shipped rule version it lacks.
+
+    The highest rule_version of a rule_id applies, so a shipped upgrade (a new version of a
+    default rule) takes effect on an existing instance unless the operator has written a higher
+    version of their own; the operator's rows are never dropped or changed. The result is small
+    (a few rules) and is materialised before the table is rewritten with it.
+    """
     existing = _read(spark, table, settings)
-    if existing.limit(1).count():
-        return existing, True
-    return default(), False
+    shipped = default()
+    missing = shipped.join(existing.select(key, "rule_version"), [key, "rule_version"],
+                           "left_anti")  # fmt: skip
+    rows = existing.unionByName(missing.select(*existing.columns)).collect()
+    return spark.createDataFrame(rows, existing.schema)
 
 
 def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, DataFrame]:
     from gridlake.tables import (
+        SILVER_ACCOUNTING_SUMMARIES,
         SILVER_JOB_NODE_FEATURES,
         SILVER_JOBS,
         SILVER_NETWORK,
@@ -93,20 +114,25 @@ def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, Da
         frames = network.compute(_read(spark, SILVER_NETWORK, settings))
         return frames
     jobs = _read(spark, SILVER_JOBS, settings)
+    if group == "site_efficiency_monthly":
+        from gridlake.gold import site_efficiency_monthly
+
+        return site_efficiency_monthly.compute(
+            _read(spark, SILVER_ACCOUNTING_SUMMARIES, settings), jobs
+        )
     if group == "efficiency":
         from gridlake.gold import efficiency
 
-        rules, kept = _rules(spark, efficiency.GOLD_EFFICIENCY_OUTLIER_RULES,
+        rules = _rules(spark, efficiency.GOLD_EFFICIENCY_OUTLIER_RULES,
                              lambda: efficiency.outlier_rules_frame(spark), settings)  # fmt: skip
         frames = efficiency.compute(jobs, rules)
-        if kept:
-            frames.pop(efficiency.GOLD_EFFICIENCY_OUTLIER_RULES.full_name)
         return frames
     if group == "io_signatures":
         from gridlake.gold import io_signatures
 
-        rules, kept = _rules(spark, io_signatures.GOLD_IO_SIGNATURE_RULES,
-                             lambda: io_signatures.io_rules_frame(spark), settings)  # fmt: skip
+        rules = _rules(spark, io_signatures.GOLD_IO_SIGNATURE_RULES,
+                             lambda: io_signatures.io_rules_frame(spark), settings,
+                             "parameter")  # fmt: skip
         frames = io_signatures.compute(
             jobs,
             _read(spark, SILVER_NODE_SAMPLES, settings),
@@ -114,8 +140,6 @@ def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, Da
             _read(spark, SILVER_JOB_NODE_FEATURES, settings),
             rules,
         )
-        if kept:
-            frames.pop(io_signatures.GOLD_IO_SIGNATURE_RULES.full_name, None)
         return frames
     return gold_frames(jobs, group)
 

@@ -92,6 +92,14 @@ _JOB_TYPE = Column("job_type", "STRING", "Job type (evgen, simul, pile, reproces
 GOLD_CPU_MODEL_EFFICIENCY = Table(
     database="gold",
     name="cpu_model_efficiency",
+    question=(
+        "Which CPU models are slow or inefficient for a given job type, per event and per HS23?"
+    ),
+    example=(
+        "SELECT microarchitecture, job_type, round(cpu_efficiency, 3) AS eff, "
+        "round(median_hs23_seconds_per_event, 1) AS hs23_s_per_event FROM "
+        "gold.cpu_model_efficiency ORDER BY job_type, hs23_s_per_event DESC"
+    ),
     grain="one row per microarchitecture, cpu_model_norm and job_type.",
     description=(
         "CPU efficiency and CPU seconds per event by CPU model and job type, over every attempt "
@@ -130,6 +138,12 @@ GOLD_CPU_MODEL_EFFICIENCY = Table(
 GOLD_FAILURE_VS_DURATION = Table(
     database="gold",
     name="failure_vs_duration",
+    question="Do long jobs fail more, and which failure modes grow with duration?",
+    example=(
+        "SELECT job_type, duration_bin, attempts, round(failure_probability, 3) AS p_fail, "
+        "round(wilson_low, 3) AS lo, round(wilson_high, 3) AS hi FROM gold.failure_vs_duration "
+        "WHERE failure_mode = 'ALL' ORDER BY job_type, bin_index"
+    ),
     grain=(
         "one row per job_type, failure_mode (each mode seen for the job type, plus 'ALL') and "
         "wall-clock bin holding at least one attempt."
@@ -179,6 +193,12 @@ GOLD_FAILURE_VS_DURATION = Table(
 GOLD_JOB_LENGTH_ADVICE = Table(
     database="gold",
     name="job_length_advice",
+    question="How long should jobs of each type be, and how many core-hours would that save?",
+    example=(
+        "SELECT job_type, round(init_seconds) AS init_s, round(optimal_hours, 1) AS optimal_h, "
+        "round(current_median_hours, 1) AS today_h, round(core_hours_saved_per_year) AS "
+        "saved_per_year FROM gold.job_length_advice ORDER BY saved_per_year DESC"
+    ),
     grain="one row per job_type.",
     description=(
         "Optimal job length per job type under the model: initialisation I, then payload T; "
@@ -236,6 +256,11 @@ GOLD_JOB_LENGTH_ADVICE = Table(
 GOLD_MULTICORE_SCALING = Table(
     database="gold",
     name="multicore_scaling",
+    question="How does CPU efficiency change with the number of cores a job uses?",
+    example=(
+        "SELECT job_type, cores, jobs, round(cpu_efficiency, 3) AS eff, round(memory_per_core_mb)"
+        " AS mb_per_core FROM gold.multicore_scaling ORDER BY job_type, cores"
+    ),
     grain="one row per job_type and cores.",
     description=(
         "Efficiency, throughput and memory by number of cores, over successful attempts only "
@@ -268,11 +293,21 @@ GOLD_MULTICORE_SCALING = Table(
 GOLD_MULTICORE_FIT = Table(
     database="gold",
     name="multicore_fit",
+    question=(
+        "What is each job type's serial fraction, and above how many cores does it stop paying?"
+    ),
+    example=(
+        "SELECT job_type, round(serial_fraction, 4) AS s, round(serial_fraction_se, 4) AS se, "
+        "cores_below_90pct FROM gold.multicore_fit ORDER BY s DESC"
+    ),
     grain="one row per job_type.",
     description=(
         "Amdahl fit per job type: eff(n) = e1 / (1 + s (n-1)), i.e. 1/eff(n) = a + b (n-1) "
-        "with e1 = 1/a and s = b/a, by weighted least squares over the core counts of "
-        "gold.multicore_scaling (weights = core-hours)."
+        "with e1 = 1/a and s = b/a, by weighted least squares over the core counts run at one "
+        "site (weights = core-hours), the site estimates combined by inverse variance. Core "
+        "counts are compared within a site because sites differ in efficiency and in their "
+        "mix of core counts; a pooled fit reads a slow site running mostly 8-core jobs as "
+        "serial fraction."
     ),
     columns=(
         _JOB_TYPE,
@@ -281,9 +316,10 @@ GOLD_MULTICORE_FIT = Table(
             "serial_fraction_se",
             "DOUBLE",
             "Standard error of s: delta method on the WLS sandwich covariance of (a, b), each "
-            "point's variance from the task-clustered variance of its 1/eff",
+            "point's variance from the task-clustered variance of its 1/eff, per site; "
+            "combined as sqrt(1 / sum(1/se^2)); null when a contributing site has none",
         ),
-        Column("e1", "DOUBLE", "Fitted single-core efficiency 1/a"),
+        Column("e1", "DOUBLE", "Fitted single-core efficiency 1/a, core-hour mean over sites"),
         Column(
             "cores_below_90pct",
             "BIGINT",
@@ -326,6 +362,11 @@ _RULE_COLUMNS = (
 GOLD_EFFICIENCY_OUTLIER_RULES = Table(
     database="gold",
     name="efficiency_outlier_rules",
+    question="Which rules decide what counts as an efficiency outlier (editable, versioned)?",
+    example=(
+        "SELECT rule_id, rule_version, entity, metric, comparison, threshold, enabled FROM "
+        "gold.efficiency_outlier_rules ORDER BY rule_id, rule_version"
+    ),
     grain="one row per rule_id and rule_version.",
     description=(
         "Editable rules of gold.efficiency_outliers: add a row with a higher rule_version to "
@@ -338,6 +379,12 @@ GOLD_EFFICIENCY_OUTLIER_RULES = Table(
 GOLD_EFFICIENCY_OUTLIERS = Table(
     database="gold",
     name="efficiency_outliers",
+    question="Which sites, CPU models and tasks should I look at this week, and why?",
+    example=(
+        "SELECT week, entity, entity_value, job_type, round(deviation_pct, 1) AS dev_pct, "
+        "round(robust_z, 1) AS z, rule_id FROM gold.efficiency_outliers ORDER BY week DESC, z "
+        "LIMIT 20"
+    ),
     grain="one row per week, rule_id, entity_value and job_type flagged by the rule.",
     description=(
         "The list an operator starts the week with: sites, CPU models and tasks whose CPU "
@@ -356,7 +403,8 @@ GOLD_EFFICIENCY_OUTLIERS = Table(
         Column(
             "robust_z",
             "DOUBLE",
-            "(ln value - median ln baseline) / max(1.4826 x MAD, min_scale)",
+            "(ln value - median ln baseline) / sqrt(max(1.4826 x MAD, min_scale)^2 + "
+            "log_se^2), log_se the sampling error of ln value over the entity's jobs",
         ),
         Column("comparison", "STRING", "peers | own_history"),
         Column("baseline_points", "INT", "Peers or previous weeks behind the baseline"),
@@ -785,14 +833,14 @@ def job_length_advice(jobs: DataFrame) -> DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
-def _multicore_points(jobs: DataFrame) -> DataFrame:
-    """Per (job_type, cores): the measures of multicore_scaling plus the fit inputs
+def _multicore_points(jobs: DataFrame, strata: tuple[str, ...] = ()) -> DataFrame:
+    """Per (job_type, *strata, cores): the measures of multicore_scaling plus the fit inputs
     (y = 1/eff, its task-clustered variance), from per-task partial sums."""
     events_known = F.col("events").isNotNull()
     per_task = (
         jobs.where(_success())
         .withColumn("_cluster", F.coalesce(F.col("task_id"), F.concat(F.lit("job:"), "job_id")))
-        .groupBy("job_type", "cores", "_cluster")
+        .groupBy("job_type", *strata, "cores", "_cluster")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.sum("cpu_seconds").alias("c"),
@@ -803,7 +851,7 @@ def _multicore_points(jobs: DataFrame) -> DataFrame:
             F.count(F.col("max_rss_mb")).alias("rss_n"),
         )
     )
-    pts = per_task.groupBy("job_type", "cores").agg(
+    pts = per_task.groupBy("job_type", *strata, "cores").agg(
         F.sum("n").alias("jobs"),
         F.count(F.lit(1)).alias("tasks"),
         F.sum("c").alias("c"),
@@ -824,6 +872,7 @@ def _multicore_points(jobs: DataFrame) -> DataFrame:
     eff = F.try_divide(c, F.when(w > 0, w))
     return pts.select(
         "job_type",
+        *strata,
         F.col("cores").cast("bigint").alias("cores"),
         "jobs",
         "tasks",
@@ -848,11 +897,20 @@ def multicore_scaling(jobs: DataFrame) -> DataFrame:
 
 
 def multicore_fit(jobs: DataFrame) -> DataFrame:
-    """silver.jobs -> one row per job_type: Amdahl fit (same maths as ``amdahl_fit``) as
-    Spark aggregates over the per-core-count points; weights are core-hours."""
-    pts = _multicore_points(jobs).where(F.col("_y").isNotNull() & (F.col("core_hours") > 0))
+    """silver.jobs -> one row per job_type: Amdahl fit within each site, combined over sites.
+
+    Core counts are compared inside a site (the same storage, network and CPUs), because sites
+    differ in efficiency and in their mix of core counts: a pooled fit would read a slow site
+    that runs mostly 8-core jobs as serial fraction. Per (job_type, site) the maths of
+    ``amdahl_fit`` (WLS of 1/eff on n-1, weights = core-hours, delta-method standard error from
+    task-clustered point variances) runs as Spark aggregates; the site estimates of s are then
+    combined by inverse variance (by core-hours when some site has no standard error).
+    """
+    pts = _multicore_points(jobs, ("site",)).where(
+        F.col("_y").isNotNull() & (F.col("core_hours") > 0)
+    )
     x, y, w, v = F.col("cores") - 1.0, F.col("_y"), F.col("core_hours"), F.col("_var_y")
-    s = pts.groupBy("job_type").agg(
+    s = pts.groupBy("job_type", "site").agg(
         F.count(F.lit(1)).alias("n_core_counts"),
         F.count(v).alias("n_var"),
         F.sum(w).alias("sw"),
@@ -880,23 +938,54 @@ def multicore_fit(jobs: DataFrame) -> DataFrame:
         + F.try_divide(b * b * var_a, F.pow(a, 4))
         - F.try_divide(2 * b * cov, F.pow(a, 3))
     )
-    fit = s.select(
+    per_site = s.select(
         "job_type",
-        F.try_divide(b, a).alias("serial_fraction"),
+        F.try_divide(b, a).alias("s"),
         F.when(
             ok & (F.col("n_var") == F.col("n_core_counts")) & var_s.isNotNull(),
-            F.sqrt(F.greatest(var_s, F.lit(0.0))),
-        ).alias("serial_fraction_se"),
+            F.greatest(var_s, F.lit(0.0)),
+        ).alias("var_s"),
         F.try_divide(F.lit(1.0), a).alias("e1"),
-        "n_core_counts",
+        sw.alias("core_hours"),
+    ).where(F.col("s").isNotNull())
+    inv = F.when(F.col("var_s") > 0, F.lit(1.0) / F.col("var_s"))
+    exact = F.col("var_s") == 0  # a site whose points lie exactly on the curve
+    ch = F.col("core_hours")
+    comb = per_site.groupBy("job_type").agg(
+        F.count(F.lit(1)).alias("n_sites"),
+        F.count("var_s").alias("n_var"),
+        F.sum(inv).alias("sinv"),
+        F.sum(inv * F.col("s")).alias("sinv_s"),
+        F.sum(F.when(exact, ch)).alias("sex"),
+        F.sum(F.when(exact, ch * F.col("s"))).alias("sex_s"),
+        F.sum(ch).alias("sch"),
+        F.sum(ch * F.col("s")).alias("sch_s"),
+        F.sum(ch * F.col("e1")).alias("sch_e1"),
     )
-    sf = F.col("serial_fraction")
-    return fit.select(
+    all_var = F.col("n_var") == F.col("n_sites")
+    sf = (
+        F.when(F.col("sex") > 0, F.col("sex_s") / F.col("sex"))
+        .when(all_var & (F.col("sinv") > 0), F.col("sinv_s") / F.col("sinv"))
+        .otherwise(F.col("sch_s") / F.col("sch"))
+    )
+    se = F.when(all_var & (F.col("sex") > 0), F.lit(0.0)).when(
+        all_var & (F.col("sinv") > 0), F.sqrt(F.lit(1.0) / F.col("sinv"))
+    )
+    counts = pts.groupBy("job_type").agg(F.countDistinct("cores").alias("n_core_counts"))
+    fit = comb.select(
+        "job_type",
+        sf.alias("serial_fraction"),
+        se.alias("serial_fraction_se"),
+        (F.col("sch_e1") / F.col("sch")).alias("e1"),
+    )
+    return counts.join(fit, "job_type", "left").select(
         "job_type",
         "serial_fraction",
         "serial_fraction_se",
         "e1",
-        F.when(sf > 0, F.floor(1.0 / (9.0 * sf)) + 2).cast("bigint").alias("cores_below_90pct"),
+        F.when(F.col("serial_fraction") > 0, F.floor(1.0 / (9.0 * F.col("serial_fraction"))) + 2)
+        .cast("bigint")
+        .alias("cores_below_90pct"),
         F.col("n_core_counts").cast("bigint").alias("n_core_counts"),
     )
 
@@ -936,10 +1025,13 @@ DEFAULT_OUTLIER_RULES: tuple[OutlierRule, ...] = (
     OutlierRule(1, "cpu-model-hs23-peers", "cpu_model", "hs23_seconds_per_event", "peers",
                 "high", 3.5, 20, 3, 0.03, True, "CPU model slower for a job type than its HS23 "
                 "score predicts, relative to the other models"),
-    OutlierRule(1, "task-efficiency-peers", "task", "cpu_efficiency", "peers", "low", 3.5, 10,
-                5, 0.05, True, "Task less CPU-efficient than the other tasks of its job type"),
-    OutlierRule(1, "task-efficiency-history", "task", "cpu_efficiency", "own_history", "low",
-                3.5, 10, 4, 0.05, True, "Task less CPU-efficient than in its previous weeks"),
+    # v2 of the task rules: tasks of one job type differ honestly (events per job, init share),
+    # so the scale floor is 0.08 (a task must be >= 24% below its peers at z 3.5); v1 (0.05)
+    # flagged ordinary short-event analysis tasks on a grid with no planted effect
+    OutlierRule(2, "task-efficiency-peers", "task", "cpu_efficiency", "peers", "low", 3.5, 10,
+                5, 0.08, True, "Task less CPU-efficient than the other tasks of its job type"),
+    OutlierRule(2, "task-efficiency-history", "task", "cpu_efficiency", "own_history", "low",
+                3.5, 10, 4, 0.08, True, "Task less CPU-efficient than in its previous weeks"),
 )  # fmt: skip
 
 _RULES_DDL = (
@@ -1034,7 +1126,8 @@ def site_model_effects(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 
 def outlier_metrics(jobs: DataFrame) -> DataFrame:
-    """silver.jobs -> one row per (week, entity, entity_value, job_type, metric): value, n_jobs.
+    """silver.jobs -> one row per (week, entity, entity_value, job_type, metric): value, n_jobs,
+    log_se (standard error of ln value, ratio-of-sums linearisation over the jobs).
 
     Successful attempts only. cpu_efficiency = sum(cpu) / sum(wall x cores). The
     hs23_seconds_per_event metric is relative, as a ratio of sums: sum(cpu x hs23) / sum(events
@@ -1094,24 +1187,47 @@ def outlier_metrics(jobs: DataFrame) -> DataFrame:
         F.inline(entities),
     ).where(F.col("entity_value").isNotNull())
     has_expected = F.col("_x").isNotNull() & (F.col("_expected") > 0)
+    hs_a = F.when(has_expected, F.col("cpu_seconds") * F.col("hs23_per_core"))
+    hs_e = F.when(has_expected, F.col("_expected"))
+    cpu, cw = F.col("cpu_seconds"), F.col("cores_wall_seconds")
     agg = exploded.groupBy("week", "entity", "entity_value", "job_type").agg(
         F.count(F.lit(1)).alias("_n_eff"),
-        F.sum("cpu_seconds").alias("_cpu_s"),
-        F.sum("cores_wall_seconds").alias("_cw"),
-        F.count(F.when(has_expected, 1)).alias("_n_hs"),
-        F.sum(F.when(has_expected, F.col("cpu_seconds") * F.col("hs23_per_core"))).alias("_hs_a"),
-        F.sum(F.when(has_expected, F.col("_expected"))).alias("_hs_e"),
+        F.sum(cpu).alias("_cpu_s"),
+        F.sum(cw).alias("_cw"),
+        F.sum(cpu * cpu).alias("_eff_aa"),
+        F.sum(cpu * cw).alias("_eff_ae"),
+        F.sum(cw * cw).alias("_eff_ee"),
+        F.count(hs_a).alias("_n_hs"),
+        F.sum(hs_a).alias("_hs_a"),
+        F.sum(hs_e).alias("_hs_e"),
+        F.sum(hs_a * hs_a).alias("_hs_aa"),
+        F.sum(hs_a * hs_e).alias("_hs_ae"),
+        F.sum(hs_e * hs_e).alias("_hs_ee"),
     )
+
+    def ratio(prefix: str, a: str, e: str, n: str) -> tuple[SparkColumn, SparkColumn]:
+        """Ratio of sums A/E and the standard error of its log (linearised, over jobs)."""
+        r = F.try_divide(F.col(a), F.when(F.col(e) > 0, F.col(e)))
+        aa, ae, ee = (F.col(f"_{prefix}_{x}") for x in ("aa", "ae", "ee"))
+        k = F.col(n)
+        ss = F.greatest(aa - F.lit(2.0) * r * ae + r * r * ee, F.lit(0.0))
+        var_r = F.when(k >= 2, k / (k - 1) * ss / (F.col(e) * F.col(e)))
+        return r, F.try_divide(F.sqrt(var_r), F.when(r > 0, r))
+
+    eff, eff_se = ratio("eff", "_cpu_s", "_cw", "_n_eff")
+    hs, hs_se = ratio("hs", "_hs_a", "_hs_e", "_n_hs")
     metrics = F.array(
         F.struct(
             F.lit("cpu_efficiency").alias("metric"),
-            F.try_divide(F.col("_cpu_s"), F.when(F.col("_cw") > 0, F.col("_cw"))).alias("value"),
+            eff.alias("value"),
             F.col("_n_eff").cast("bigint").alias("n_jobs"),
+            eff_se.alias("log_se"),
         ),
         F.struct(
             F.lit("hs23_seconds_per_event").alias("metric"),
-            F.try_divide(F.col("_hs_a"), F.when(F.col("_hs_e") > 0, F.col("_hs_e"))).alias("value"),
+            hs.alias("value"),
             F.col("_n_hs").cast("bigint").alias("n_jobs"),
+            hs_se.alias("log_se"),
         ),
     )
     return agg.select("week", "entity", "entity_value", "job_type", F.inline(metrics))
@@ -1123,7 +1239,9 @@ def efficiency_outliers(jobs: DataFrame, rules: DataFrame) -> DataFrame:
     For each active rule (latest enabled version per rule_id), rows of its entity and metric
     with n_jobs >= min_jobs are scored on the log scale: baseline = median of the peers' values
     (same week and job type, the entity itself left out) or of the entity's own previous
-    HISTORY_WEEKS weeks; scale = max(1.4826 x MAD, min_scale); robust_z = (ln value -
+    HISTORY_WEEKS weeks; scale = sqrt(max(1.4826 x MAD, min_scale)^2 + log_se^2), where log_se
+    is the sampling error of the entity's own value (ratio-of-sums linearisation over its
+    jobs), so an entity with few, varied jobs needs a larger departure; robust_z = (ln value -
     baseline) / scale. Medians are exact; baseline points come from two equi-joins of the
     (small) scored table with itself, no arrays. A row is kept when it has >=
     min_baseline_points baseline points and its z passes the threshold on the rule's side.
@@ -1167,7 +1285,9 @@ def efficiency_outliers(jobs: DataFrame, rules: DataFrame) -> DataFrame:
         .groupBy(*key)
         .agg(F.median(F.abs(F.col("_v") - F.col("_med"))).alias("_mad"))
     )
-    scale = F.greatest(F.lit(MAD_TO_SD) * F.col("_mad"), F.col("min_scale"), F.lit(1e-9))
+    peer_scale = F.greatest(F.lit(MAD_TO_SD) * F.col("_mad"), F.col("min_scale"), F.lit(1e-9))
+    own_se = F.coalesce(F.col("log_se"), F.lit(0.0))
+    scale = F.sqrt(peer_scale * peer_scale + own_se * own_se)
     scored = (
         scored.join(centre, key)
         .join(spread, key)

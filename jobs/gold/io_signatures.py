@@ -238,6 +238,11 @@ def resolve_io_rules(rules: DataFrame) -> IoRuleSet:
 GOLD_IO_SIGNATURE_RULES = Table(
     database="gold",
     name="io_signature_rules",
+    question="Which thresholds classify a job as I/O-wait, memory or remote-read bound?",
+    example=(
+        "SELECT rule_version, parameter, value FROM gold.io_signature_rules ORDER BY parameter, "
+        "rule_version"
+    ),
     grain="one row per rule_version and parameter.",
     description=(
         "Editable thresholds of the I/O-limit signatures (gold.job_io_signature, "
@@ -259,6 +264,14 @@ _SIG_CHECK = Check("in_set", "signature", {"value_set": list(SIGNATURES)})
 GOLD_JOB_IO_SIGNATURE = Table(
     database="gold",
     name="job_io_signature",
+    question=(
+        'Why was this job inefficient: CPU, local I/O wait, memory, remote reads or '
+        'initialisation?'
+    ),
+    example=(
+        'SELECT signature, count(*) AS jobs, round(sum(lost_core_hours), 1) AS lost_core_hours '
+        'FROM gold.job_io_signature GROUP BY signature ORDER BY lost_core_hours DESC'
+    ),
     grain="one row per job attempt (job_id) of silver.jobs.",
     description=(
         "What limits each job: cpu_bound, io_wait_bound, memory_bound, remote_read_bound, "
@@ -314,6 +327,11 @@ GOLD_JOB_IO_SIGNATURE = Table(
 GOLD_NODE_SATURATION = Table(
     database="gold",
     name="node_saturation",
+    question='Which worker nodes were disk- or memory-saturated, hour by hour?',
+    example=(
+        'SELECT site, host, count_if(saturated) AS saturated_hours, count(*) AS hours FROM '
+        'gold.node_saturation GROUP BY site, host ORDER BY saturated_hours DESC LIMIT 10'
+    ),
     grain="one row per host and hour (UTC) with node samples.",
     description=(
         "Disk, iowait and swap pressure of each monitored host per hour, with saturation flags "
@@ -357,6 +375,12 @@ def _share_cols(prefix: str, what: str) -> tuple[Column, ...]:
 GOLD_WORKFLOW_IO_PROFILE = Table(
     database="gold",
     name="workflow_io_profile",
+    question="How does a workflow's I/O behaviour at one site compare with the other sites?",
+    example=(
+        'SELECT job_type, site, week, round(share_io_wait_bound, 2) AS io_wait, '
+        'round(efficiency_gap_vs_other_sites, 3) AS gap FROM gold.workflow_io_profile ORDER BY '
+        'gap LIMIT 10'
+    ),
     grain="one row per job_type, site and week.",
     description=(
         "I/O profile of each workflow at each site: share of core-hours per signature, core-hours "
@@ -394,6 +418,12 @@ GOLD_WORKFLOW_IO_PROFILE = Table(
 GOLD_SITE_IO_STRESS_WEEKLY = Table(
     database="gold",
     name="site_io_stress_weekly",
+    question="Which sites' storage or memory is the bottleneck this week?",
+    example=(
+        'SELECT site, week, round(disk_saturated_share, 2) AS disk_sat, '
+        'round(memory_pressure_share, 2) AS mem, round(lost_core_hours_io_wait_bound, 1) AS '
+        'lost_io_h FROM gold.site_io_stress_weekly ORDER BY week DESC, lost_io_h DESC'
+    ),
     grain="one row per site and week.",
     description=(
         "I/O and memory stress of each site per week: saturated host-hours of its monitored "

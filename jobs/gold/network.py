@@ -204,6 +204,15 @@ _PATH_COLUMNS = (
 GOLD_NETWORK_LINK_STATUS = Table(
     database="gold",
     name="network_link_status",
+    question=(
+        "Is a link congested now, and how likely is it to be over 70% utilised in the next "
+        "interval?"
+    ),
+    example=(
+        "SELECT src_site, dst_site, max(interval_start) AS last, round(avg(congestion_index), 2) "
+        "AS congestion, round(max(p_util_over_70_next), 2) AS p70 FROM gold.network_link_status "
+        "GROUP BY src_site, dst_site ORDER BY congestion DESC LIMIT 10"
+    ),
     grain="one row per path (src_host, dst_host) and 5-minute interval with latency samples.",
     description=(
         "Smoothed one-way delay and loss per path and 5-minute interval against a robust "
@@ -280,6 +289,12 @@ GOLD_NETWORK_LINK_STATUS = Table(
 GOLD_NETWORK_MODEL_RUNS = Table(
     database="gold",
     name="network_model_runs",
+    question="How well does the congestion predictor do on links it never saw?",
+    example=(
+        "SELECT run_id, model_type, scope, round(auc, 3) AS auc, round(empirical_auc, 3) AS "
+        "filter_auc, selected FROM gold.network_model_runs WHERE scope = 'pooled' ORDER BY "
+        "trained_at DESC"
+    ),
     grain=(
         "one row per training run, model type and evaluation scope (a held-out link, the pooled "
         "held-out predictions, or the final fit on every link)."
@@ -321,6 +336,11 @@ GOLD_NETWORK_MODEL_RUNS = Table(
 GOLD_NETWORK_ALARMS = Table(
     database="gold",
     name="network_alarms",
+    question="Which links lost packets, drifted or dropped throughput, and since when?",
+    example=(
+        "SELECT kind, src_site, dst_site, start_ts, end_ts, evidence FROM gold.network_alarms "
+        "ORDER BY start_ts DESC LIMIT 20"
+    ),
     grain="one row per alarm: path (or destination site), kind and start.",
     description=(
         "Network alarms from perfSONAR: complete loss, loss above 2 %, throughput drops and "
@@ -358,6 +378,12 @@ GOLD_NETWORK_ALARMS = Table(
 GOLD_NETWORK_COST_MATRIX = Table(
     database="gold",
     name="network_cost_matrix",
+    question="What does moving a gigabyte between two sites cost this week?",
+    example=(
+        "SELECT src_site, dst_site, round(delay_median_ms, 1) AS delay_ms, round(loss_mean, 4) AS"
+        " loss, round(cost_seconds_per_gb, 1) AS s_per_gb FROM gold.network_cost_matrix WHERE "
+        "week = (SELECT max(week) FROM gold.network_cost_matrix) ORDER BY s_per_gb DESC"
+    ),
     grain="one row per src_site, dst_site and ISO week.",
     description=(
         "Expected path performance between sites per week and the cost of moving 1 GB, with the "

@@ -74,10 +74,14 @@ MEASURE_COLUMNS: tuple[Column, ...] = (
 )
 
 
-def _table(name: str, keys: tuple[Column, ...], grain: str, description: str) -> Table:
+def _table(
+    name: str, keys: tuple[Column, ...], grain: str, description: str, question: str, example: str
+) -> Table:
     return Table(
         database="gold",
         name=name,
+        question=question,
+        example=example,
         grain=grain,
         description=description,
         columns=(*keys, *MEASURE_COLUMNS),
@@ -99,6 +103,12 @@ GOLD_SITE_EFFICIENCY_WEEKLY = _table(
     "one row per week, site and vo.",
     "CPU efficiency, events, badput and retry waste per site, VO and ISO week (ratios of sums "
     "over every job in silver, outliers included).",
+    "Which sites waste CPU this week, and how much of it is failed or retried work?",
+    (
+        "SELECT site, round(sum(cpu_hours) / sum(core_hours), 3) AS eff, "
+        "round(sum(badput_core_hours)) AS badput_h FROM gold.site_efficiency_weekly GROUP BY site"
+        " ORDER BY eff"
+    ),
 )
 
 GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY = _table(
@@ -107,6 +117,12 @@ GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY = _table(
     "one row per week, site, vo and job_type.",
     "The measures of gold.site_efficiency_weekly split by job type (ratios of sums over every "
     "job in silver, outliers included).",
+    "Is a site's low efficiency one job type's, or all of them?",
+    (
+        "SELECT site, job_type, round(cpu_efficiency, 3) AS eff, jobs FROM "
+        "gold.site_jobtype_efficiency_weekly WHERE week = (SELECT max(week) FROM "
+        "gold.site_jobtype_efficiency_weekly) ORDER BY eff LIMIT 10"
+    ),
 )
 
 TABLES: tuple[Table, ...] = (GOLD_SITE_EFFICIENCY_WEEKLY, GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY)

@@ -71,6 +71,12 @@ LOG2 = math.log(2.0)
 GOLD_CPU_SPEED_FACTORS = Table(
     database="gold",
     name="cpu_speed_factors",
+    question="How fast is each CPU model for real jobs, relative to the reference model?",
+    example=(
+        "SELECT cpu_model, job_type, round(speed_factor, 3) AS speed, round(ci_low, 3) AS lo, "
+        "round(ci_high, 3) AS hi, n_jobs FROM gold.cpu_speed_factors WHERE job_type = 'ALL' ORDER"
+        " BY speed DESC"
+    ),
     grain="one row per job_type (or 'ALL') and cpu_model in a connected group of that fit.",
     description=(
         "Relative CPU speed of each CPU model fitted from real jobs: log(CPU seconds per event) "
@@ -105,6 +111,11 @@ GOLD_CPU_SPEED_FACTORS = Table(
 GOLD_SPEED_FACTOR_AGREEMENT = Table(
     database="gold",
     name="speed_factor_agreement",
+    question="Do job types agree on the relative speed of CPU models (is one benchmark enough)?",
+    example=(
+        "SELECT job_type_a, job_type_b, n_models, round(mean_abs_rel_diff, 3) AS mean_diff, "
+        "max_diff_model FROM gold.speed_factor_agreement ORDER BY mean_diff DESC"
+    ),
     grain=(
         "one row per pair of job types (job_type_a < job_type_b), plus one row ALL/ALL pooling "
         "every pair."
@@ -133,6 +144,12 @@ GOLD_SPEED_FACTOR_AGREEMENT = Table(
 GOLD_BENCHMARK_MISMATCH = Table(
     database="gold",
     name="benchmark_mismatch",
+    question="Where does the declared HS23 benchmark mispredict real speed?",
+    example=(
+        "SELECT job_type, cpu_model, round(benchmark_factor, 3) AS bench, round(speed_factor, 3) "
+        "AS real, round(ratio, 3) AS ratio, flagged FROM gold.benchmark_mismatch ORDER BY "
+        "abs(ratio - 1) DESC LIMIT 10"
+    ),
     grain="one row per job_type (or 'ALL') and cpu_model with a speed factor and a declared HS23.",
     description=(
         "Measured speed factor against the declared benchmark (median HS23 per core of the "
@@ -160,6 +177,13 @@ GOLD_BENCHMARK_MISMATCH = Table(
 GOLD_SITE_SPEED_ANOMALIES = Table(
     database="gold",
     name="site_speed_anomalies",
+    question=(
+        "Which sites run slower than the same CPU models elsewhere (misconfiguration, throttling)?"
+    ),
+    example=(
+        "SELECT site, cpu_model, job_type, round(slowdown, 3) AS slowdown, flagged FROM "
+        "gold.site_speed_anomalies WHERE cpu_model = 'ALL' ORDER BY slowdown DESC"
+    ),
     grain=(
         "one row per job_type (or 'ALL'), reference_model (connected group), site and cpu_model;"
         " cpu_model 'ALL' is the site term over all models."
