@@ -329,9 +329,12 @@ def test_job_length_advice_estimates_init_and_hazard(spark) -> None:
         # task A on model M: wall = 600 + 30 x events exactly -> intercept 600 s
         *(job(f"a{e}", task_id="A", wall=600 + 30 * e, events=e, end=day0 + timedelta(minutes=e))
           for e in range(100, 800, 100)),
-        # task C: intercept 5000 s but only 4 jobs: excluded (n >= 5)
+        # task B: wall = 1200 + 60 x events, 3 jobs -> intercept 1200 s
+        *(job(f"b{e}", task_id="B", wall=1200 + 60 * e, events=e, end=day0 + timedelta(hours=1))
+          for e in (100, 200, 300)),
+        # task C: intercept 5000 s but only 2 jobs: excluded (n >= 3)
         *(job(f"c{e}", task_id="C", wall=5000 + 10 * e, events=e, end=day0 + timedelta(days=1))
-          for e in range(100, 500, 100)),
+          for e in (100, 200)),
         # task E: 5 jobs with the same events: var(x) = 0, excluded
         *(job(f"e{i}", task_id="E", wall=8000, events=300, end=day0 + timedelta(days=2))
           for i in range(5)),
@@ -343,22 +346,27 @@ def test_job_length_advice_estimates_init_and_hazard(spark) -> None:
     ]  # fmt: skip
     out = {r.job_type: r for r in job_length_advice(jobs_df(spark, rows)).collect()}
     r = out["simul"]
-    assert r.n_jobs == 7 + 4 + 5 + 3
-    assert r.n_init_groups == 1
-    assert r.init_seconds == pytest.approx(600.0)
+    assert r.n_jobs == 7 + 3 + 2 + 5 + 3
+    assert r.n_init_groups == 2
+    # weights: information on the intercept, n - (sum x)^2 / sum x^2, / (task mean wall)^2
+    w_a = (7 - 2800**2 / 1_400_000) / 12_600**2  # A: sum x 2800, sum x^2 1.4e6, mean wall 12600
+    w_b = (3 - 600**2 / 140_000) / 13_200**2  # B: sum x 600, sum x^2 1.4e5, mean wall 13200
+    init = (600 * w_a + 1200 * w_b) / (w_a + w_b)
+    assert r.init_seconds == pytest.approx(init)
+    assert 700 < init < 750  # A (more jobs, wider range of events) counts 3.6 times B
     # hazard: 2 non-start failures / wall-hours of every attempt (stage-in included)
-    wall = sum(600 + 30 * e for e in range(100, 800, 100))
-    wall += sum(5000 + 10 * e for e in range(100, 500, 100)) + 5 * 8000 + 9000 + 9001 + 9002
+    wall = sum(600 + 30 * e for e in range(100, 800, 100)) + 7200 + 13200 + 19200
+    wall += 6000 + 7000 + 5 * 8000 + 9000 + 9001 + 9002
     h = 2 / (wall / 3600)
     assert r.hazard_failures == 2
     assert r.hazard_per_hour == pytest.approx(h)
-    init_h = 600 / 3600
+    init_h = init / 3600
     t_opt = _foc_root(init_h, h)
     assert r.optimal_hours == pytest.approx(t_opt, rel=1e-6)
     assert r.expected_useful_fraction == pytest.approx(_u(t_opt, init_h, h), rel=1e-6)
-    # successful walls: 3600..21600 step 3000, 6000..9000 step 1000 and 5 x 8000: the 8th and
-    # 9th of 16 are both 8000
-    current = (8000 - 600) / 3600
+    # 17 successful walls: 3600..21600 step 3000 (A), 7200, 13200, 19200 (B), 6000, 7000 (C)
+    # and 5 x 8000 (E): the 9th is 8000
+    current = (8000 - init) / 3600
     assert r.current_median_hours == pytest.approx(current)
     assert r.current_useful_fraction == pytest.approx(_u(current, init_h, h), rel=1e-9)
     # end_time spans exactly 7 days; every job has 1 core

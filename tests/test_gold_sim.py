@@ -84,3 +84,66 @@ def test_clean_control_grid_has_no_outliers(spark, tmp_path) -> None:
     rules = efficiency.outlier_rules_frame(spark)
     flagged = efficiency.efficiency_outliers(jobs, rules).collect()
     assert flagged == [], [(r.entity, r.entity_value, r.job_type, r.rule_id) for r in flagged]
+
+
+# --------------------------------------------------------------------------------------------
+# CPU speed factors against the planted model speeds (the speed-factor issue's acceptance)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sim_speed(spark, tmp_path_factory) -> tuple[dict, dict]:
+    """The speed-factor fit on its own grid: the shared one's seed and sites with twice the jobs
+    (no node or network samples, not needed here), so that more CPU models and job types reach
+    the acceptance's 200 jobs. Returns (truth, {table: rows})."""
+    from gridlake.gold import speed_factors
+
+    from .conftest import SIM_CONFIG
+
+    out = tmp_path_factory.mktemp("sim_speed")
+    config = dict(SIM_CONFIG, jobs=60_000, monitored_hosts_per_site=0, latency_interval=86_400,
+                  bad_share=0.0, resend_share=0.0)  # fmt: skip
+    truth = simulate(SimConfig(**config), out, progress=False)
+    jobs = silver_jobs_from_jsonl(spark, str(out / "jobs.jsonl")).cache()
+    frames = speed_factors.compute(jobs, reference_model=truth["reference_cpu_model"])
+    yield truth, {name: df.collect() for name, df in frames.items()}
+    jobs.unpersist()
+
+
+def _planted_factor(truth: dict, model: str, job_type: str) -> float:
+    return truth["cpu_models"][model]["speed_factor_vs_reference"][job_type]
+
+
+def test_speed_factors_within_2_percent_and_intervals_cover(sim_speed) -> None:
+    truth, tables = sim_speed
+    rows = [r for r in tables["gold.cpu_speed_factors"]
+            if r.job_type != "ALL" and r.n_jobs >= 200]  # fmt: skip
+    assert len(rows) >= 50  # most of the 72 (model, job type) pairs of the 12 models
+    off = [
+        (r.cpu_model, r.job_type, r.speed_factor, _planted_factor(truth, r.cpu_model, r.job_type))
+        for r in rows
+        if abs(r.speed_factor / _planted_factor(truth, r.cpu_model, r.job_type) - 1) > 0.02
+    ]
+    assert not off, off
+    covered = [r.ci_low <= _planted_factor(truth, r.cpu_model, r.job_type) <= r.ci_high
+               for r in rows]  # fmt: skip
+    assert sum(covered) >= 0.9 * len(covered), (sum(covered), len(covered))
+
+
+def test_benchmark_mismatch_flags_only_the_planted_microarchitecture(sim_speed) -> None:
+    truth, tables = sim_speed
+    misleading = truth["planted"]["misleading"]
+    flagged = {(r.job_type, r.microarchitecture) for r in tables["gold.benchmark_mismatch"]
+               if r.flagged and r.job_type != "ALL"}  # fmt: skip
+    assert flagged == {(misleading["job_type"], misleading["microarchitecture"])}
+
+
+def test_site_speed_anomalies_name_only_the_misconfigured_site(sim_speed) -> None:
+    truth, tables = sim_speed
+    flagged = {r.site for r in tables["gold.site_speed_anomalies"] if r.flagged}
+    assert flagged == {truth["planted"]["misconfigured_site"]}
+    slow = [r for r in tables["gold.site_speed_anomalies"]
+            if r.site == truth["planted"]["misconfigured_site"] and r.cpu_model == "ALL"
+            and r.job_type == "ALL"]  # fmt: skip
+    assert slow and slow[0].slowdown == pytest.approx(1 / truth["planted"]["misconfigured_speed"],
+                                                      rel=0.03)  # fmt: skip

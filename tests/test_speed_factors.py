@@ -341,3 +341,67 @@ def test_synthetic_data_is_what_the_docstring_says(jobs_rows) -> None:
     assert 250 <= len(informative) <= 300
     assert median(informative) >= 2
     assert 5000 <= len(jobs_rows) <= 9000
+
+
+# --------------------------------------------------------------------------------------------
+# Real HEPiX strings: the declared benchmark the fit uses is the table's value
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_fit_uses_the_hepix_table_benchmark_for_real_cpu_strings(spark, tmp_path) -> None:
+    """CPU strings measured once in HS23scores.csv (their reference value is that measurement),
+    in jobs that declare no benchmark: silver takes HS23 per core from the reference table and
+    gold.benchmark_mismatch reports, per model, exactly the table's Score/Ncores."""
+    import csv
+    import json
+
+    from gridlake.silver.files import silver_jobs_from_jsonl
+
+    from .conftest import REALDATA
+
+    table = REALDATA / "hepix-benchmark-scores" / "HS23scores.csv"
+    if not table.is_file():
+        pytest.skip(f"real samples not found at {table}")
+    with table.open() as f:
+        rows = list(csv.DictReader(f))
+    by_cpu: dict[str, list[float]] = {}
+    for r in rows:
+        by_cpu.setdefault(r["CPU"], []).append(float(r["Score/Ncores"]))
+    probes = (REALDATA / "hepix-benchmark-scores" / "jobprobes_withHS23.csv").read_text()
+    # measured once, not in the job-probe table the reference also takes medians over, and a
+    # physical model (the reference leaves out hypervisor names such as "Intel Core Processor
+    # (Haswell, no TSX, IBRS)": the host behind them may be any later generation)
+    from gridlake.cpu_models import normalise
+
+    from .test_cpu_models import load_build_script
+
+    virtual = load_build_script().EXCLUDE
+    once = {cpu: v[0] for cpu, v in by_cpu.items()
+            if len(v) == 1 and cpu not in probes
+            and not virtual.search(normalise(cpu))}  # fmt: skip
+    assert len(once) >= 20, len(once)
+
+    path = tmp_path / "jobs.jsonl"
+    with path.open("w") as out:
+        for i, cpu in enumerate(sorted(once)):
+            for k in range(3):  # one task on every model: one connected group
+                out.write(json.dumps({
+                    "job_id": f"hepix-{i}-{k}", "attempt": 1, "vo": "atlas", "site": "S",
+                    "host": f"wn{i}.s.example.org", "task_id": "t1", "job_type": "simul",
+                    "cpu_model": cpu, "cores": 1, "start_time": "2026-11-16T00:00:00Z",
+                    "submit_time": "2026-11-15T23:00:00Z", "end_time": "2026-11-16T01:00:00Z",
+                    "wall_seconds": 3600,
+                    "cpu_user_seconds": 3000.0 / once[cpu] * (1 + k / 100),
+                    "cpu_system_seconds": 0.0, "events": 100, "status": "success",
+                    "source_format": "canonical",
+                }) + "\n")  # fmt: skip
+    jobs = silver_jobs_from_jsonl(spark, str(path))
+    used = {r.cpu_model: r.hs23_per_core for r in jobs.select("cpu_model", "hs23_per_core")
+            .distinct().collect()}  # fmt: skip
+    assert used == pytest.approx(once, abs=0.051)  # the reference keeps one decimal place
+    frames = sf.compute(jobs, bootstrap=3)
+    mismatch = {r.cpu_model: r.hs23_per_core for r in frames["gold.benchmark_mismatch"].collect()
+                if r.job_type == "simul"}  # fmt: skip
+    assert mismatch.keys() == once.keys()
+    assert mismatch == pytest.approx(used, rel=1e-9)

@@ -152,6 +152,8 @@ def analyze(
     counts: dict[str, int] = {}
     for group in groups or GROUPS:
         tables = {t.full_name: t for t in _group_tables(group)}
+        for table in tables.values():  # every table exists, empty until its data suffices
+            table.ensure(spark, settings)
         for name, df in _frames(spark, group, settings).items():
             table = tables[name]
             table.ensure(spark, settings)

@@ -212,14 +212,16 @@ GOLD_JOB_LENGTH_ADVICE = Table(
         Column(
             "n_init_groups",
             "BIGINT",
-            "(task_id, cpu_model) groups with >= 5 successful attempts and varying events that "
-            "gave an intercept",
+            "(task_id, cpu_model, site) groups with >= 3 successful attempts and varying events "
+            "that gave an intercept",
         ),
         Column(
             "init_seconds",
             "DOUBLE",
-            "I: unweighted median over the groups of the intercept of wall_seconds vs events "
-            "(successful attempts, events > 0), floored at 0; null when no group qualifies",
+            "I: weighted mean over the groups of the intercept of wall_seconds vs events "
+            "(successful attempts, events > 0), weights = the group's information on its "
+            "intercept / its task's mean wall-clock squared; floored at 0; null when no group "
+            "qualifies",
         ),
         Column("hazard_failures", "BIGINT", "Failed attempts of non-start failure modes"),
         Column(
@@ -719,18 +721,29 @@ def failure_vs_duration(jobs: DataFrame) -> DataFrame:
 # gold.job_length_advice
 # --------------------------------------------------------------------------------------------
 
-MIN_INIT_GROUP_JOBS = 5
+MIN_INIT_GROUP_JOBS = 3
 
 
 def init_intercepts(jobs: DataFrame) -> DataFrame:
-    """Per (job_type, task_id, cpu_model): intercept of wall_seconds vs events by least squares,
-    from per-group sums (n, sum x, sum y, sum xy, sum x^2); successful attempts with events > 0,
-    groups with n >= 5 and var(events) > 0 only."""
+    """Per (job_type, task_id, cpu_model, site): intercept of wall_seconds vs events by least
+    squares, from per-group sums (n, sum x, sum y, sum xy, sum x^2); successful attempts with
+    events > 0, groups with n >= 3 and var(events) > 0 only. A group is one task on one CPU
+    model at one site, so that its jobs share the seconds per event (sites differ in
+    efficiency, CPU models in speed).
+
+    ``weight`` = the group's information on its intercept, n - (sum x)^2 / sum x^2, divided by
+    the square of its task's mean wall-clock: the intercept extrapolates to zero events, and
+    wall-clock noise grows with the wall-clock, so a long task says little about a few minutes
+    of initialisation. The scale is the task's, not the group's, so that a task's groups on
+    fast and slow CPUs (whose initialisation differs) count alike.
+    """
     ok = _success() & (F.col("events") > 0) & F.col("task_id").isNotNull()
     x, y = F.col("events").cast("double"), F.col("wall_seconds").cast("double")
+    keys = ("job_type", "task_id", "cpu_model", "site")
+    task = Window.partitionBy("job_type", "task_id")
     sums = (
         jobs.where(ok)
-        .groupBy("job_type", "task_id", "cpu_model")
+        .groupBy(*keys)
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(x).alias("sx"),
@@ -738,17 +751,17 @@ def init_intercepts(jobs: DataFrame) -> DataFrame:
             F.sum(x * y).alias("sxy"),
             F.sum(x * x).alias("sxx"),
         )
+        .withColumn("task_wall", F.sum("sy").over(task) / F.sum("n").over(task))
     )
     n, sx, sy, sxy, sxx = (F.col(c) for c in ("n", "sx", "sy", "sxy", "sxx"))
     sxx_c = n * sxx - sx * sx  # n^2 var(x); relative guard against round-off of equal events
     slope = F.try_divide(n * sxy - sx * sy, sxx_c)
     return sums.where((n >= MIN_INIT_GROUP_JOBS) & (sxx_c > F.lit(1e-9) * n * sxx)).select(
-        "job_type",
-        "task_id",
-        "cpu_model",
+        *keys,
         "n",
         slope.alias("seconds_per_event"),
         ((sy - slope * sx) / n).alias("intercept_seconds"),
+        ((n - sx * sx / sxx) / (F.col("task_wall") * F.col("task_wall"))).alias("weight"),
     )
 
 
@@ -771,7 +784,9 @@ def job_length_advice(jobs: DataFrame) -> DataFrame:
         .groupBy("job_type")
         .agg(
             F.count(F.lit(1)).alias("n_init_groups"),
-            F.median("intercept_seconds").alias("init_seconds"),
+            F.try_divide(
+                F.sum(F.col("intercept_seconds") * F.col("weight")), F.sum("weight")
+            ).alias("init_seconds"),
         )
     )
     mode = F.coalesce(F.col("failure_mode"), F.lit(""))
