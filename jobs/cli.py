@@ -75,20 +75,27 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from gridlake.docs import render, update_readme
+    """The README's table reference and the grid views' SQL files, from the Table definitions."""
+    from gridlake.docs import BEGIN, END, render, update_readme
+    from gridlake.settings import REPO_ROOT
+    from gridlake.views import VIEW_DIR, render_view, view_sources, write_view_files
 
     if args.check:
-        from gridlake.docs import BEGIN, END
-        from gridlake.settings import REPO_ROOT
-
         text = (REPO_ROOT / "README.md").read_text()
         current = BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END if BEGIN in text else ""
-        if current != render():
-            print("README table reference is stale: run `gridlake docs`", file=sys.stderr)
+        stale = [] if current == render() else ["README.md table reference"]
+        wanted = {f"{t.name}.sql": render_view(t) for t in view_sources()}
+        files = {p.name: p.read_text() for p in VIEW_DIR.glob("*.sql")}
+        stale += [f"sql/grid/{n}" for n in sorted(set(wanted) | set(files))
+                  if wanted.get(n) != files.get(n)]  # fmt: skip
+        if stale:
+            print(f"stale: {', '.join(stale)}: run `gridlake docs`", file=sys.stderr)
             return 1
-        print("README table reference is current")
+        print("README table reference and sql/grid views are current")
         return 0
     print("README.md updated" if update_readme() else "README.md already current")
+    changed = write_view_files()
+    print(f"sql/grid: {len(changed)} view files written or removed")
     return 0
 
 
@@ -250,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_analyze)
 
-    s = sub.add_parser("docs", help="regenerate the README's table reference from the code")
+    s = sub.add_parser("docs", help="regenerate the README table reference and sql/grid views")
     s.add_argument("--check", action="store_true", help="only say whether it is current")
     s.set_defaults(func=cmd_docs)
 

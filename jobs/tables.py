@@ -364,5 +364,8 @@ def by_name(full_name: str) -> Table:
 
 
 def ensure_all(spark: SparkSession, settings: Settings | None = None) -> None:
-    for t in ALL_TABLES:
+    """Create every table of the registry and every gold table (the grid views need them all)."""
+    from gridlake.gold.analyze import gold_tables
+
+    for t in {t.full_name: t for t in (*ALL_TABLES, *gold_tables())}.values():
         t.ensure(spark, settings)

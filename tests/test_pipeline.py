@@ -330,7 +330,7 @@ def test_thrift_server_serves_the_warehouse_to_pyhive(spark, thrift) -> None:
         assert n == _table(spark, SILVER_JOBS).count()
         cur.execute("DESCRIBE grid.site_efficiency_weekly")
         comments = {row[0]: row[2] for row in cur.fetchall()}
-        assert comments["cpu_efficiency"] == "cpu_hours / core_hours"
+        assert comments["cpu_efficiency"] == "cpu_hours / core_hours (ratio of sums)"
     finally:
         conn.close()
 

@@ -1,0 +1,24 @@
+-- grid.batch_audit: generated from silver.batch_audit's definition by `gridlake docs`; do not edit.
+-- Grain: one row per refine micro-batch and input.
+CREATE OR REPLACE VIEW grid.batch_audit (
+  `batch_id` COMMENT 'Refine batch id (input-streamBatch)',
+  `input` COMMENT 'jobs | nodes | network',
+  `bronze_rows` COMMENT 'Bronze records read in the batch',
+  `clean_rows` COMMENT 'Distinct valid records (by key) upserted into silver',
+  `duplicate_rows` COMMENT 'Valid records superseded by a newer one of the same key',
+  `quarantined_rows` COMMENT 'Records sent to quarantine',
+  `inserted_rows` COMMENT 'Silver rows inserted by the MERGE',
+  `updated_rows` COMMENT 'Silver rows updated by the MERGE (re-sent, newer)',
+  `finished_at` COMMENT 'When the batch committed'
+)
+COMMENT 'Reconciliation of every refine batch: bronze_rows = clean_rows + duplicate_rows + quarantined_rows. Grain: one row per refine micro-batch and input.'
+AS SELECT `batch_id`,
+       `input`,
+       `bronze_rows`,
+       `clean_rows`,
+       `duplicate_rows`,
+       `quarantined_rows`,
+       `inserted_rows`,
+       `updated_rows`,
+       `finished_at`
+FROM silver.batch_audit

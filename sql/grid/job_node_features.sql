@@ -1,0 +1,48 @@
+-- grid.job_node_features: generated from silver.job_node_features's definition by `gridlake docs`; do not edit.
+-- Grain: one row per job attempt (job_id).
+CREATE OR REPLACE VIEW grid.job_node_features (
+  `job_id` COMMENT 'Job attempt',
+  `site` COMMENT 'Grid site',
+  `host` COMMENT 'Worker node',
+  `start_time` COMMENT 'Job start',
+  `end_time` COMMENT 'Job end',
+  `week` COMMENT 'Monday of the ISO week of end_time (partition column)',
+  `vmstat_samples` COMMENT 'vmstat samples of the host during the job',
+  `us_mean` COMMENT 'Mean user CPU, percent',
+  `us_p95` COMMENT '95th percentile of user CPU, percent',
+  `wa_mean` COMMENT 'Mean I/O wait, percent',
+  `wa_p95` COMMENT '95th percentile of I/O wait, percent',
+  `b_mean` COMMENT 'Mean processes blocked on I/O',
+  `b_p95` COMMENT '95th percentile of blocked processes',
+  `swap_in_kb` COMMENT 'KiB swapped in during the job (si x interval)',
+  `swap_out_kb` COMMENT 'KiB swapped out during the job (so x interval)',
+  `cache_trend_kb` COMMENT 'Page cache at the last sample minus at the first',
+  `iostat_samples` COMMENT 'iostat samples of the host during the job',
+  `disk_util_p95` COMMENT '95th percentile of the busiest device\'s %util',
+  `r_await_ms_p95` COMMENT '95th percentile of the slowest device\'s read await',
+  `read_kb_s_mean` COMMENT 'Mean KiB/s read, all devices',
+  `write_kb_s_mean` COMMENT 'Mean KiB/s written, all devices'
+)
+COMMENT 'Each job\'s node samples (its host, ts within [start_time, end_time]) summarised. Samples are of the whole node: a job sharing its node sees its neighbours\' load too. Grain: one row per job attempt (job_id).'
+AS SELECT `job_id`,
+       `site`,
+       `host`,
+       `start_time`,
+       `end_time`,
+       `week`,
+       `vmstat_samples`,
+       `us_mean`,
+       `us_p95`,
+       `wa_mean`,
+       `wa_p95`,
+       `b_mean`,
+       `b_p95`,
+       `swap_in_kb`,
+       `swap_out_kb`,
+       `cache_trend_kb`,
+       `iostat_samples`,
+       `disk_util_p95`,
+       `r_await_ms_p95`,
+       `read_kb_s_mean`,
+       `write_kb_s_mean`
+FROM silver.job_node_features

@@ -1,0 +1,48 @@
+-- grid.network_model_runs: generated from gold.network_model_runs's definition by `gridlake docs`; do not edit.
+-- Grain: one row per training run, model type and evaluation scope (a held-out link, the pooled held-out predictions, or the final fit on every link).
+CREATE OR REPLACE VIEW grid.network_model_runs (
+  `run_id` COMMENT 'Identifier of the training run (shared by its rows)',
+  `model_type` COMMENT 'mlp (MultilayerPerceptronClassifier) or gbt',
+  `scope` COMMENT 'held_out_link, pooled (all folds\' held-out rows) or final',
+  `features` COMMENT 'Input feature columns, in order',
+  `params` COMMENT 'Model parameters (JSON)',
+  `held_out_src_site` COMMENT 'Source site of the held-out link (held_out_link)',
+  `held_out_dst_site` COMMENT 'Destination site of the held-out link',
+  `train_rows` COMMENT 'Labelled intervals the model was trained on',
+  `test_rows` COMMENT 'Labelled intervals scored',
+  `test_positives` COMMENT 'Scored intervals whose next interval is > 70 %',
+  `threshold` COMMENT 'Probability threshold for precision and recall',
+  `mse` COMMENT 'Mean squared error of the predicted probabilities',
+  `auc` COMMENT 'ROC AUC (null when the scored rows have one class only)',
+  `precision` COMMENT 'Precision at the threshold (null without predictions)',
+  `recall` COMMENT 'Recall at the threshold (null without positives)',
+  `empirical_mse` COMMENT 'MSE of the empirical filter (not quiet = 1)',
+  `empirical_auc` COMMENT 'ROC AUC of the empirical filter',
+  `empirical_precision` COMMENT 'Precision of the empirical filter',
+  `empirical_recall` COMMENT 'Recall of the empirical filter',
+  `selected` COMMENT 'True for the model type kept (best pooled AUC)',
+  `trained_at` COMMENT 'When the run was trained (UTC)'
+)
+COMMENT 'Leave-one-link-out evaluation of the link-congestion predictor (utilisation > 70 % in the next 5-minute interval) against the empirical quiet filter. Grain: one row per training run, model type and evaluation scope (a held-out link, the pooled held-out predictions, or the final fit on every link).'
+AS SELECT `run_id`,
+       `model_type`,
+       `scope`,
+       `features`,
+       `params`,
+       `held_out_src_site`,
+       `held_out_dst_site`,
+       `train_rows`,
+       `test_rows`,
+       `test_positives`,
+       `threshold`,
+       `mse`,
+       `auc`,
+       `precision`,
+       `recall`,
+       `empirical_mse`,
+       `empirical_auc`,
+       `empirical_precision`,
+       `empirical_recall`,
+       `selected`,
+       `trained_at`
+FROM gold.network_model_runs

@@ -1,0 +1,46 @@
+-- grid.node_saturation: generated from gold.node_saturation's definition by `gridlake docs`; do not edit.
+-- Grain: one row per host and hour (UTC) with node samples.
+CREATE OR REPLACE VIEW grid.node_saturation (
+  `site` COMMENT 'Grid site',
+  `host` COMMENT 'Worker node',
+  `hour` COMMENT 'Start of the hour (UTC)',
+  `week` COMMENT 'Monday of the ISO week of the hour',
+  `vmstat_samples` COMMENT 'vmstat samples in the hour',
+  `iostat_samples` COMMENT 'iostat samples in the hour',
+  `us_mean` COMMENT 'User CPU %, mean',
+  `iowait_mean` COMMENT 'iowait %, mean',
+  `b_mean` COMMENT 'Blocked processes, mean',
+  `swap_kb_s_mean` COMMENT 'si + so KiB/s, mean',
+  `cache_change_kb` COMMENT 'Page cache at the hour\'s last sample minus first',
+  `disk_util_p95` COMMENT 'Busiest disk %util per sample, p95',
+  `disk_util_mean` COMMENT 'Busiest disk %util per sample, mean',
+  `r_await_ms_p95` COMMENT 'Slowest disk read await per sample (ms), p95',
+  `read_kb_s_mean` COMMENT 'All disks\' reads KiB/s, mean',
+  `write_kb_s_mean` COMMENT 'All disks\' writes KiB/s, mean',
+  `disk_saturated` COMMENT 'disk_util_p95 >= disk_util_p95_min or r_await_ms_p95 >= r_await_ms_p95_min',
+  `memory_pressure` COMMENT 'swap_kb_s_mean >= swap_kb_s_min',
+  `saturated` COMMENT 'disk_saturated or memory_pressure',
+  `rule_version` COMMENT 'gold.io_signature_rules version applied'
+)
+COMMENT 'Disk, iowait and swap pressure of each monitored host per hour, with saturation flags from the thresholds of gold.io_signature_rules. Grain: one row per host and hour (UTC) with node samples.'
+AS SELECT `site`,
+       `host`,
+       `hour`,
+       `week`,
+       `vmstat_samples`,
+       `iostat_samples`,
+       `us_mean`,
+       `iowait_mean`,
+       `b_mean`,
+       `swap_kb_s_mean`,
+       `cache_change_kb`,
+       `disk_util_p95`,
+       `disk_util_mean`,
+       `r_await_ms_p95`,
+       `read_kb_s_mean`,
+       `write_kb_s_mean`,
+       `disk_saturated`,
+       `memory_pressure`,
+       `saturated`,
+       `rule_version`
+FROM gold.node_saturation
