@@ -74,6 +74,26 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _f3(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def cmd_train_network(args: argparse.Namespace) -> int:
+    from gridlake.gold.analyze import train_network
+
+    models = args.models.split(",") if args.models else None
+    rows = train_network(_spark(), args.labels, model_types=models, n_held_out=args.held_out)
+    for r in rows.orderBy("scope", "model_type").collect():
+        where = f" {r.held_out_src_site}->{r.held_out_dst_site}" if r.held_out_src_site else ""
+        print(
+            f"{r.run_id[:8]} {r.model_type:4} {r.scope:14}{where}: mse {_f3(r.mse)} "
+            f"auc {_f3(r.auc)} (filter {_f3(r.empirical_auc)}) precision {_f3(r.precision)} "
+            f"recall {_f3(r.recall)}{'  <- selected' if r.selected and r.scope == 'final' else ''}"
+        )
+    print("model saved; the next `gridlake analyze --only network` fills p_util_over_70_next")
+    return 0
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
     """The README's table reference and the grid views' SQL files, from the Table definitions."""
     from gridlake.docs import BEGIN, END, render, update_readme
@@ -256,6 +276,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated groups (default all): " + ",".join(GOLD_GROUPS),
     )
     s.set_defaults(func=cmd_analyze)
+
+    s = sub.add_parser(
+        "train-network", help="train the link-congestion predictor (gold.network_model_runs)"
+    )
+    s.add_argument("--labels", required=True,
+                   help="CSV (src_site,dst_site,ts,utilisation): link utilisation 0-1")  # fmt: skip
+    s.add_argument("--models", help="comma-separated model types (default: mlp,gbt)")
+    s.add_argument("--held-out", type=int, default=3, help="links evaluated leave-one-out")
+    s.set_defaults(func=cmd_train_network)
 
     s = sub.add_parser("docs", help="regenerate the README table reference and sql/grid views")
     s.add_argument("--check", action="store_true", help="only say whether it is current")

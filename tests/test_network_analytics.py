@@ -505,3 +505,44 @@ def test_model_saved_at_the_edge(spark, settings, tmp_path):
         if src == "A" and t0 + timedelta(minutes=60) <= t < t0 + timedelta(minutes=110)
     ]
     assert min(hot) > 0.5 > max(x for (src, _), (x, _) in rows.items() if src == "C")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_train_network_versions_runs_and_analyze_applies_the_model(
+    spark, settings, network, net_grid, tmp_path
+):
+    """The production path: `gridlake train-network --labels` on the warehouse's silver.network
+    appends a run to gold.network_model_runs and saves the model; `analyze` then predicts."""
+    from gridlake.gold.analyze import analyze, train_network
+    from gridlake.tables import SILVER_NETWORK, ensure_all
+
+    ensure_all(spark)  # metastore entries stay on the test warehouse; this test works by path
+    local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
+    network.write.format("delta").save(SILVER_NETWORK.path(local))
+    labels = str(net_grid[0] / "link_truth.csv")
+    runs_path = N.GOLD_NETWORK_MODEL_RUNS.path(local)
+
+    before = analyze(spark, local, groups=["network"])
+    status = spark.read.format("delta").load(N.GOLD_NETWORK_LINK_STATUS.path(local))
+    assert before[N.GOLD_NETWORK_LINK_STATUS.full_name] > 0
+    assert status.where(F.col("p_util_over_70_next").isNotNull()).count() == 0  # no model yet
+
+    first = train_network(spark, labels, local, model_types=("gbt",), n_held_out=1).collect()
+    assert sorted(r.scope for r in first) == ["final", "held_out_link", "pooled"]
+    assert len({r.run_id for r in first}) == 1
+    train_network(spark, labels, local, model_types=("gbt",), n_held_out=1)
+    runs = spark.read.format("delta").load(runs_path)
+    assert runs.count() == 6 and runs.select("run_id").distinct().count() == 2
+
+    analyze(spark, local, groups=["network"])
+    status = spark.read.format("delta").load(N.GOLD_NETWORK_LINK_STATUS.path(local))
+    lab = N.interval_labels(spark.read.csv(labels, header=True, schema=LINK_TRUTH_SCHEMA))
+    scored = status.join(lab, ["src_site", "dst_site", "interval_start"]).where(
+        F.col("p_util_over_70_next").isNotNull()
+    )
+    by_label = {
+        r.label: r.p
+        for r in scored.groupBy("label").agg(F.avg("p_util_over_70_next").alias("p")).collect()
+    }
+    assert by_label[1.0] > 0.6 and by_label[0.0] < 0.05, by_label

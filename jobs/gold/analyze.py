@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from pyspark.ml import PipelineModel
 from pyspark.sql import DataFrame, SparkSession
 
 from gridlake.settings import Settings, get_settings
@@ -111,8 +112,9 @@ def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, Da
     if group == "network":
         from gridlake.gold import network
 
-        frames = network.compute(_read(spark, SILVER_NETWORK, settings))
-        return frames
+        return network.compute(
+            _read(spark, SILVER_NETWORK, settings), model=_saved_network_model(settings)
+        )
     jobs = _read(spark, SILVER_JOBS, settings)
     if group == "site_efficiency_monthly":
         from gridlake.gold import site_efficiency_monthly
@@ -142,6 +144,60 @@ def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, Da
         )
         return frames
     return gold_frames(jobs, group)
+
+
+LABELS_SCHEMA = "src_site STRING, dst_site STRING, ts TIMESTAMP, utilisation DOUBLE"
+
+
+def _saved_network_model(settings: Settings) -> PipelineModel | None:
+    """The congestion predictor saved by ``train_network``, or None before the first training."""
+    from gridlake.gold import network
+
+    try:
+        return network.load_model(settings)
+    except Exception as exc:  # a missing model is the normal state of a new warehouse
+        if "does not exist" not in str(exc) and "FileNotFound" not in str(exc):
+            raise
+        log.info("no saved network model yet: p_util_over_70_next stays null")
+        return None
+
+
+def train_network(
+    spark: SparkSession,
+    labels_path: str,
+    settings: Settings | None = None,
+    *,
+    model_types: Sequence[str] | None = None,
+    n_held_out: int = 3,
+) -> DataFrame:
+    """Train the link-congestion predictor on silver.network and a utilisation series.
+
+    ``labels_path``: CSV files with a header ``src_site,dst_site,ts,utilisation`` (link
+    utilisation 0-1 from router interface counters; the simulator writes ``link_truth.csv``).
+    Each model type is evaluated leave-one-link-out, the best is refitted on every link and
+    saved under the storage root, and the run's rows are appended to gold.network_model_runs
+    (one version per training: never overwritten). The next ``analyze`` applies the model.
+    Returns the run's rows.
+    """
+    from gridlake.gold import network
+    from gridlake.tables import SILVER_NETWORK
+
+    settings = settings or get_settings()
+    labels = spark.read.csv(labels_path, header=True, schema=LABELS_SCHEMA)
+    samples = network.latency_samples(_read(spark, SILVER_NETWORK, settings))
+    features = network.interval_features(samples, network.path_baselines(samples))
+    trained = network.train_congestion_model(
+        features.localCheckpoint(),
+        labels,
+        model_types=tuple(model_types or network.MODEL_TYPES),
+        n_held_out=n_held_out,
+    )
+    runs = network.GOLD_NETWORK_MODEL_RUNS
+    runs.ensure(spark, settings)
+    rows = runs.conform(trained.runs).localCheckpoint()
+    rows.write.format("delta").mode("append").save(runs.path(settings))
+    network.save_model(trained.model, settings)
+    return rows
 
 
 def analyze(
