@@ -44,7 +44,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
     batch_ids: list[str] = []
     for name in inputs:
         try:
-            s = refine(spark, name)
+            s = refine(spark, name, accept_volume_drop=args.accept_volume_drop)
         except QualityGateError as exc:
             print(f"refine {name} FAILED: {exc}", file=sys.stderr)
             return 3
@@ -268,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("refine", help="bronze -> silver (validate, quarantine, gate, MERGE)")
     s.add_argument("--inputs", help="comma-separated subset of: jobs,nodes,network")
+    s.add_argument("--accept-volume-drop", action="store_true",
+                   help="let batches below the volume rule through (a genuine drop)")  # fmt: skip
     s.set_defaults(func=cmd_refine)
 
     s = sub.add_parser("analyze", help="silver -> gold tables")

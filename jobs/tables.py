@@ -331,6 +331,20 @@ BATCH_AUDIT = Table(
         Column("inserted_rows", "BIGINT", "Silver rows inserted by the MERGE"),
         Column("updated_rows", "BIGINT", "Silver rows updated by the MERGE (re-sent, newer)"),
         Column("finished_at", "TIMESTAMP", "When the batch committed"),
+        Column("kafka_ts_max", "TIMESTAMP", "Latest Kafka timestamp of the batch's records"),
+        Column(
+            "arrival_rate_per_hour",
+            "DOUBLE",
+            "Records per hour of Kafka time since the previous batch's latest record (null when "
+            "not measurable: first batch, a span under 10 minutes); the volume rule compares it "
+            "with the median of the previous batches",
+        ),
+        Column(
+            "volume_drop_accepted",
+            "BOOLEAN",
+            "The batch fell below the volume rule and an operator let it through "
+            "(refine --accept-volume-drop)",
+        ),
     ),
 )
 

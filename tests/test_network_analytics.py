@@ -546,3 +546,145 @@ def test_train_network_versions_runs_and_analyze_applies_the_model(
         for r in scored.groupBy("label").agg(F.avg("p_util_over_70_next").alias("p")).collect()
     }
     assert by_label[1.0] > 0.6 and by_label[0.0] < 0.05, by_label
+
+
+# --------------------------------------------------------------------------------------------
+# Real series: GEANT esmond responses (../shared/realdata/geant-perfsonar-esmond)
+# --------------------------------------------------------------------------------------------
+
+GEANT_OWD_URI = (
+    "http://158.125.250.70/esmond/perfsonar/archive/"
+    "297d7757f0524a06a7c45463f3bba0a6/histogram-owdelay/statistics/300"
+)
+GEANT_TP_URI = (
+    "http://158.125.250.70/esmond/perfsonar/archive/"
+    "095c3f53ada84b7a91d4f1dbd9c5b7ca/throughput/averages/86400"
+)
+GEANT_SITES = {"buc.ro.geant.net": "GEANT-BUC", "lut.ac.uk": "UK-LUT", "geant.net": "GEANT-GVA"}
+
+
+def _pa(values, p):
+    """percentile_approx on a few values: the element at rank ceil(p n)."""
+    import math
+
+    v = sorted(values)
+    return v[max(0, math.ceil(p * len(v) - 1e-9) - 1)]
+
+
+def _geant_records(tp_scale=None):
+    """Canonical records of the real one-way-delay and throughput series, sites named from the
+    host domains; ``tp_scale(ts, bps)`` optionally rewrites the throughput."""
+    from gridlake.sources.perfsonar import read_esmond
+
+    from .conftest import REALDATA
+
+    folder = REALDATA / "geant-perfsonar-esmond"
+    if not (folder / "archive.json").is_file():
+        pytest.skip(f"real samples not found at {folder}")
+    out = []
+    for uri, name in ((GEANT_OWD_URI, "histogram-owdelay-300.json"),
+                      (GEANT_TP_URI, "throughput-86400.json")):  # fmt: skip
+        for r in read_esmond(folder / name, metadata=folder / "archive.json", uri=uri):
+            assert isinstance(r, dict), r
+            r = dict(r, src_site=GEANT_SITES[r["src_host"].split(".", 1)[1]],
+                     dst_site=GEANT_SITES[r["dst_host"].split(".", 1)[1]])  # fmt: skip
+            if tp_scale and r["test"] == "throughput":
+                r["throughput_bps"] = tp_scale(r["ts"], r["throughput_bps"])
+            out.append(r)
+    return out
+
+
+def _geant_gold(spark, tmp_path, records):
+    from gridlake.silver.files import silver_network_from_jsonl
+
+    path = tmp_path / "geant.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    net = silver_network_from_jsonl(spark, str(path))
+    return {name: df.collect() for name, df in N.compute(net).items()}
+
+
+def _expected_throughput_alarms(points):
+    """The documented throughput rule, in plain Python: (kind, start, end, value) per alarm."""
+    import statistics
+
+    points = sorted(points)
+    dirs = []
+    for t, bps in points:
+        base = [b for s, b in points
+                if t - timedelta(days=21) <= s < t - timedelta(days=1)]  # fmt: skip
+        if len(base) < 12:
+            dirs.append((t, bps, None, None))
+            continue
+        med = statistics.median(base)
+        sd = max(1.4826 * statistics.median([abs(b - med) for b in base]), 0.01 * med)
+        z, ratio = (bps - med) / sd, bps / med
+        kind = ("throughput_drop" if z < -2 and ratio < 0.7
+                else "throughput_rise" if z > 2 and ratio > 1.3 else None)  # fmt: skip
+        dirs.append((t, bps, kind, med))
+    alarms = []
+    for kind, run in itertools.groupby(dirs, key=lambda d: d[2]):
+        run = list(run)
+        if kind and len(run) >= 2:
+            observed = _pa([d[1] for d in run], 0.5)
+            alarms.append((kind, run[0][0], run[-1][0], observed / run[0][3]))
+    return alarms
+
+
+@pytest.mark.slow
+def test_real_geant_latency_baselines_and_quiet_flag(spark, tmp_path):
+    records = _geant_records()
+    gold = _geant_gold(spark, tmp_path, records)
+    status = {r.interval_start: r for r in gold[N.GOLD_NETWORK_LINK_STATUS.full_name]}
+    owd = [r for r in records if r["test"] == "latency"]
+    assert len(owd) == 854 and len(status) == 854  # one 5-minute statistic per interval
+    # independent computation of the documented baseline from the raw points
+    hours: dict[datetime, list[float]] = {}
+    for r in owd:
+        hours.setdefault(_ts(r["ts"]).replace(minute=0), []).append(r["delay_median_ms"])
+    stats = {h: (_pa(m, 0.5), _pa(m, 0.75) - _pa(m, 0.25)) for h, m in hours.items()}
+    quiet = 0
+    for r in owd:
+        t = _ts(r["ts"])
+        h = t.replace(minute=0)
+        prior = [s for k, s in stats.items() if h - timedelta(days=7) <= k < h]
+        base = _pa([s[0] for s in prior], 0.5) if prior else stats[h][0]
+        sd = max((_pa([s[1] for s in prior], 0.5) if prior else stats[h][1]) / 1.349, 0.1)
+        got = status[t]
+        assert got.smoothed_delay_ms == r["delay_median_ms"], t
+        assert got.baseline_delay_ms == base and got.baseline_sd_ms == pytest.approx(sd), t
+        assert got.quiet == (abs(r["delay_median_ms"] - base) <= sd + 1e-9), t
+        assert not got.congested  # no loss measured on this path: no congestion index
+        quiet += got.quiet
+    # "within one sd of the baseline" passes about two thirds of a steady path's intervals by
+    # construction; here 436 of 854, the delays being quantised to 0.1 ms buckets
+    assert quiet == 436
+    # the NTP step of 2016-07-05 06:00-08:00 (minimum 24.3 -> 21.2 ms and back): not quiet ...
+    step = [r for t, r in status.items() if datetime(2016, 7, 5, 7) <= t < datetime(2016, 7, 5, 8)]
+    assert len(step) == 12 and not any(r.quiet for r in step)
+    # ... but no drifting clock, and no loss alarms without loss measurements
+    assert gold[N.GOLD_NETWORK_ALARMS.full_name] == []
+
+
+@pytest.mark.slow
+def test_real_geant_throughput_alarms(spark, tmp_path):
+    drop_from = datetime(2017, 3, 20)
+
+    def halve(ts, bps):
+        return round(bps * 0.5, 1) if _ts(ts) >= drop_from else bps
+
+    for scale in (None, halve):
+        records = _geant_records(scale)
+        tp = [(_ts(r["ts"]), r["throughput_bps"]) for r in records if r["test"] == "throughput"]
+        assert len(tp) == 266
+        expected = _expected_throughput_alarms(tp)
+        got = [(a.kind, a.start_ts, a.end_ts, a.value)
+               for a in _geant_gold(spark, tmp_path, records)[N.GOLD_NETWORK_ALARMS.full_name]
+               if a.kind.startswith("throughput")]  # fmt: skip
+        assert len(got) == len(expected), (got, expected)
+        for g, e in zip(sorted(got), sorted(expected), strict=True):
+            assert g[:3] == e[:3] and g[3] == pytest.approx(e[3]), (g, e)
+        if scale is None:
+            assert expected == []  # nine months of a steady ~0.94 Gb/s path: no alarm
+        else:  # the planted halving: one drop from its first day, at about half the baseline
+            assert [e[:2] for e in expected] == [("throughput_drop", drop_from)]
+            assert 0.45 < expected[0][3] < 0.55

@@ -57,9 +57,11 @@ The predictor (``gold.network_model_runs``)
     congestion episode is not a drop).
     ``clock_negative_delay``: samples with a negative minimum one-way delay (impossible with
     synchronised clocks), runs merged when less than an hour apart.
-    ``clock_drift``: the daily 5th percentile of the minimum delay, regressed on the day over a
+    ``clock_drift``: the daily median of the hourly minimum delays, regressed on the day over a
     trailing 7-day window (>= 3 days), moves steadily (|slope| >= 0.5 ms/day, R^2 >= 0.8);
-    consecutive flagged days merged. Congestion does not move the minimum delay; a clock does.
+    consecutive flagged days merged. Congestion does not move the minimum delay; a drifting clock
+    does. The median of hourly minima ignores an NTP step that shifts the delays for an hour or
+    two (seen on a real GEANT path: minimum 24.3 ms, 21.2 ms for two hours, then 24.3 ms again).
     ``recurring_weekend_spike`` (one row per destination site, src columns null): decided as
     follows. An hour of a path is *elevated* when its median delay exceeds the baseline by more
     than max(2 ms, 5 sd). A site-hour is elevated when at least 80 % of the site's incoming links
@@ -138,7 +140,12 @@ __all__ = [
 
 INTERVAL_SECONDS = 300
 BASELINE_DAYS = 7
-MIN_SD_MS = 0.05
+# perfSONAR archives one-way delays as histograms with 0.1 ms buckets (esmond histogram-owdelay,
+# pScheduler latency results): a robust sd below one bucket is below the measurement's resolution
+# and would call an interval one bucket away from the baseline "not quiet" (on real GEANT series,
+# 80 % of a healthy path's intervals with a 0.05 ms floor).
+MIN_SD_MS = 0.1
+DELAY_TOLERANCE_MS = 1e-9
 QUIET_MAX_LOSS = 1e-4
 CONGESTION_INDEX_THRESHOLD = 1e-3  # ms x loss fraction
 CONGESTION_MIN_LOSS = 5e-4
@@ -246,7 +253,7 @@ GOLD_NETWORK_LINK_STATUS = Table(
         Column(
             "baseline_sd_ms",
             "DOUBLE",
-            "Robust sd of the delay: median hourly IQR / 1.349 over the same days (>= 0.05), ms",
+            "Robust sd of the delay: median hourly IQR / 1.349 over the same days (>= 0.1), ms",
         ),
         Column(
             "excess_delay_ms", "DOUBLE", "smoothed_delay_ms - baseline_delay_ms (may be < 0), ms"
@@ -254,7 +261,8 @@ GOLD_NETWORK_LINK_STATUS = Table(
         Column(
             "quiet",
             "BOOLEAN",
-            "Empirical filter: loss < 1e-4 and |excess delay| <= baseline sd",
+            "Empirical filter: loss < 1e-4 and |excess delay| <= baseline sd (a path whose loss "
+            "is not measured is judged on its delay alone)",
         ),
         Column(
             "congestion_index",
@@ -605,8 +613,12 @@ def interval_features(samples: DataFrame, baselines: DataFrame) -> DataFrame:
         "baseline_delay_ms",
         "baseline_sd_ms",
         excess.alias("excess_delay_ms"),
+        # Delays are decimal (0.1 ms buckets): 24.2 - 24.3 is 0.10000000000000142 in binary
+        # floating point, which must not make one sd more than one sd.
         F.coalesce(
-            (loss < QUIET_MAX_LOSS) & (F.abs(excess) <= F.col("baseline_sd_ms")), F.lit(False)
+            (loss < QUIET_MAX_LOSS)
+            & (F.abs(excess) <= F.col("baseline_sd_ms") + F.lit(DELAY_TOLERANCE_MS)),
+            F.lit(False),
         ).alias("quiet"),
         index.alias("congestion_index"),
         F.coalesce(
@@ -1176,20 +1188,24 @@ def _negative_delay(samples: DataFrame) -> DataFrame:
 
 def _clock_drift(samples: DataFrame) -> DataFrame:
     ok = F.coalesce(F.col("packet_loss"), F.lit(0.0)) < OUTAGE_LOSS
-    daily = (
+    hourly = (
         samples.filter(ok & F.col("delay_min_ms").isNotNull())
-        .groupBy(*PATH, F.to_date("ts").alias("_day"))
-        .agg(F.percentile_approx("delay_min_ms", 0.05).alias("_p5"))
+        .groupBy(*PATH, F.date_trunc("hour", "ts").alias("_hour"))
+        .agg(F.min("delay_min_ms").alias("_hour_min"))
+    )
+    daily = (
+        hourly.groupBy(*PATH, F.to_date("_hour").alias("_day"))
+        .agg(F.median("_hour_min").alias("_daily"))
         .withColumn("_x", F.datediff(F.col("_day"), F.lit("2000-01-01")).cast("double"))
     )
     w = Window.partitionBy(*PATH).orderBy("_x").rangeBetween(-(DRIFT_WINDOW_DAYS - 1), 0)
     fitted = daily.select(
         "*",
         F.count(F.lit(1)).over(w).alias("_days"),
-        F.regr_slope("_p5", "_x").over(w).alias("_slope"),
-        F.regr_r2("_p5", "_x").over(w).alias("_r2"),
+        F.regr_slope("_daily", "_x").over(w).alias("_slope"),
+        F.regr_r2("_daily", "_x").over(w).alias("_r2"),
         F.min("_day").over(w).alias("_from"),
-        F.first("_p5").over(w).alias("_first_p5"),
+        F.first("_daily").over(w).alias("_first_daily"),
     )
     flagged = fitted.filter(
         (F.col("_days") >= DRIFT_MIN_DAYS)
@@ -1205,8 +1221,8 @@ def _clock_drift(samples: DataFrame) -> DataFrame:
             F.max_by("_slope", "_day").alias("_slope"),
             F.max_by("_r2", "_day").alias("_r2"),
             F.max_by("_days", "_day").alias("_days"),
-            F.min_by("_first_p5", "_day").alias("_p5_from"),
-            F.max_by("_p5", "_day").alias("_p5_to"),
+            F.min_by("_first_daily", "_day").alias("_daily_from"),
+            F.max_by("_daily", "_day").alias("_daily_to"),
         )
     )
     return _alarm(
@@ -1219,8 +1235,8 @@ def _clock_drift(samples: DataFrame) -> DataFrame:
             "slope_ms_per_day": F.col("_slope"),
             "r2": F.col("_r2"),
             "days": F.col("_days"),
-            "min_delay_p5_first_ms": F.col("_p5_from"),
-            "min_delay_p5_last_ms": F.col("_p5_to"),
+            "daily_min_delay_first_ms": F.col("_daily_from"),
+            "daily_min_delay_last_ms": F.col("_daily_to"),
         },
     )
 

@@ -5,9 +5,12 @@ checkpoint). Each micro-batch:
 
 1. row-level rules (from the JSON Schema contract) split records into valid and quarantined;
 2. valid records are reduced to the newest per key and checked by the table's
-   great_expectations suite, and the batch as a whole by the quarantine-share breaker; a failed
-   check raises before anything of the batch is written (the checkpoint does not advance, so the
-   batch is retried once the cause is fixed);
+   great_expectations suite, and the batch as a whole by two breakers: the quarantine share,
+   and the volume (``arrival_volume``: records per hour of Kafka time against the previous
+   batches, so that a producer outage stops the pipeline before gold is computed on a fraction
+   of the grid); a failed check raises before anything of the batch is written (the checkpoint
+   does not advance, so the batch is retried once the cause is fixed, or once an operator
+   accepts a genuine drop with ``gridlake refine --accept-volume-drop``);
 3. quarantined records are appended to ``silver.quarantine_<input>``; valid ones are MERGEd into
    the silver table(s) on their key, a matched row updated only by a newer record;
 4. ``silver.batch_audit`` records bronze_rows = clean_rows + duplicate_rows + quarantined_rows,
@@ -21,8 +24,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
@@ -66,6 +71,60 @@ APP_ID = "gridlake-refine"
 # producer, not bad luck). Small batches are exempt: a handful of bad records is not a trend.
 MAX_QUARANTINE_SHARE = float(os.environ.get("GRIDLAKE_MAX_QUARANTINE_SHARE", "0.5"))
 BREAKER_MIN_ROWS = 100
+# Batch-level volume rule: a batch whose arrival rate (records per hour of Kafka time since the
+# previous batch's last record) is below this share of the median rate of the previous batches
+# is refused. Rates over spans shorter than VOLUME_MIN_SPAN_SECONDS are not measured (a burst,
+# e.g. a backfill published at once), and the rule waits for VOLUME_MIN_HISTORY measured batches.
+MIN_VOLUME_SHARE = float(os.environ.get("GRIDLAKE_MIN_VOLUME_SHARE", "0.2"))
+VOLUME_HISTORY = 10
+VOLUME_MIN_HISTORY = 5
+VOLUME_MIN_SPAN_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class Volume:
+    """The arrival volume of a batch against the previous batches of its input."""
+
+    kafka_ts_max: datetime | None
+    rate_per_hour: float | None  # None when not measurable (first batch, burst, late records)
+    history_median: float | None  # None with fewer than VOLUME_MIN_HISTORY measured batches
+    dropped: bool
+
+
+def arrival_volume(
+    rows: int,
+    kafka_ts_max: datetime | None,
+    previous: Sequence[tuple[datetime | None, float | None]],
+    min_share: float = MIN_VOLUME_SHARE,
+) -> Volume:
+    """Rate of this batch and whether it dropped. ``previous``: (kafka_ts_max, rate_per_hour)
+    of the input's earlier batches, newest first (from silver.batch_audit)."""
+    last = next((t for t, _ in previous if t is not None), None)
+    rate = None
+    if kafka_ts_max is not None and last is not None:
+        span = (kafka_ts_max - last).total_seconds()
+        if span >= VOLUME_MIN_SPAN_SECONDS:
+            rate = rows * 3600.0 / span
+    history = [r for _, r in previous if r is not None][:VOLUME_HISTORY]
+    median = statistics.median(history) if len(history) >= VOLUME_MIN_HISTORY else None
+    dropped = rate is not None and median is not None and rate < min_share * median
+    return Volume(kafka_ts_max, rate, median, dropped)
+
+
+def _previous_volumes(
+    spark: SparkSession, input_name: str, settings: Settings
+) -> list[tuple[datetime | None, float | None]]:
+    """(kafka_ts_max, arrival_rate_per_hour) of the input's last batches, newest first."""
+    rows = (
+        spark.read.format("delta")
+        .load(BATCH_AUDIT.path(settings))
+        .where(F.col("input") == input_name)
+        .orderBy(F.col("finished_at").desc())
+        .select("kafka_ts_max", "arrival_rate_per_hour")
+        .limit(VOLUME_HISTORY + 1)
+        .collect()
+    )
+    return [(r.kafka_ts_max, r.arrival_rate_per_hour) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -245,6 +304,13 @@ def _record_checks(
             batch_num, settings)  # fmt: skip
 
 
+_AUDIT_DDL = (
+    "batch_id string, input string, bronze_rows long, clean_rows long, duplicate_rows long, "
+    "quarantined_rows long, inserted_rows long, updated_rows long, kafka_ts_max timestamp, "
+    "arrival_rate_per_hour double, volume_drop_accepted boolean"
+)
+
+
 def process_batch(
     spark: SparkSession,
     spec: RefineSpec,
@@ -252,6 +318,7 @@ def process_batch(
     batch_num: int,
     settings: Settings,
     stats: RefineStats,
+    accept_volume_drop: bool = False,
 ) -> None:
     """Refine one micro-batch of bronze rows (see the module docstring)."""
     batch_id = f"{spec.input}-{batch_num}"
@@ -280,6 +347,20 @@ def process_batch(
                 f"{spec.quarantine.full_name} reasons by re-running with a higher limit"
             )
 
+        volume = arrival_volume(
+            bronze_rows,
+            validated.agg(F.max("kafka_timestamp")).first()[0],
+            _previous_volumes(spark, spec.input, settings),
+        )
+        if volume.dropped and not accept_volume_drop:
+            raise QualityGateError(
+                f"quality gate failed for {spec.main.full_name}: volume drop: "
+                f"{bronze_rows} records at {volume.rate_per_hour:.1f} per hour, below "
+                f"{MIN_VOLUME_SHARE:.0%} of the median {volume.history_median:.1f} per hour of "
+                f"the previous batches (GRIDLAKE_MIN_VOLUME_SHARE); check the producers, or "
+                f"accept a genuine drop with `gridlake refine --accept-volume-drop`"
+            )
+
         q = spec.quarantine.conform(quarantine_rows(validated, batch_id))
         _append(q, spec.quarantine, f"{APP_ID}-{spec.input}-quarantine", batch_num, settings)
         inserted = updated = 0
@@ -299,8 +380,13 @@ def process_batch(
             "quarantined_rows": quarantined,
             "inserted_rows": inserted,
             "updated_rows": updated,
+            "kafka_ts_max": volume.kafka_ts_max,
+            "arrival_rate_per_hour": volume.rate_per_hour,
+            "volume_drop_accepted": volume.dropped,
         }
-        audit_df = spark.createDataFrame([audit]).withColumn("finished_at", F.current_timestamp())
+        audit_df = spark.createDataFrame([audit], _AUDIT_DDL).withColumn(
+            "finished_at", F.current_timestamp()
+        )
         _append(BATCH_AUDIT.conform(audit_df), BATCH_AUDIT, f"{APP_ID}-{spec.input}-audit",
                 batch_num, settings)  # fmt: skip
         stats.batches += 1
@@ -314,8 +400,14 @@ def process_batch(
         validated.unpersist()
 
 
-def refine(spark: SparkSession, input_name: str, settings: Settings | None = None) -> RefineStats:
-    """Refine everything new in bronze.<input>; returns the reconciliation of this run."""
+def refine(
+    spark: SparkSession,
+    input_name: str,
+    settings: Settings | None = None,
+    accept_volume_drop: bool = False,
+) -> RefineStats:
+    """Refine everything new in bronze.<input>; returns the reconciliation of this run.
+    ``accept_volume_drop``: let batches through the volume rule (an operator's decision)."""
     settings = settings or get_settings()
     spec = SPECS[input_name]
     for t in (BRONZE[input_name], *(o.table for o in spec.outputs), spec.quarantine,
@@ -329,7 +421,7 @@ def refine(spark: SparkSession, input_name: str, settings: Settings | None = Non
     )
     query = (
         stream.writeStream.foreachBatch(
-            lambda df, n: process_batch(spark, spec, df, n, settings, stats)
+            lambda df, n: process_batch(spark, spec, df, n, settings, stats, accept_volume_drop)
         )
         .option("checkpointLocation", f"{settings.checkpoint_root}/silver_{input_name}")
         .queryName(f"silver_{input_name}")
