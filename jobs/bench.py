@@ -13,7 +13,12 @@ Stages (``--only`` picks some):
 - ``silver``: refine day 1 into empty silver tables, then 29 days of history, then day 31; the
   day-31 / day-1 time ratio (target <= 1.3) and the peak driver memory.
 - ``gold``: every gold table of the efficiency issue, and the CPU speed-factor fit, on a grid of
-  N jobs and one of 10 N: wall time, ratio (targets < 8x and < 10x), peak driver memory.
+  N jobs and one of 10 N (hundreds of CPU models, tens of thousands of tasks): wall time, fit
+  iterations, ratio (targets < 8x and < 10x), peak driver memory (speed factors: flat).
+- ``network``: a simulated day and week of one-minute perfSONAR latency results between all
+  directed pairs of S sites (full: 100 sites, 9,900 paths, ~100 M results a week): bronze ->
+  silver refine, then gold.network_link_status and gold.network_cost_matrix; wall time, peak
+  memory, week / day ratio (target < 9x for 7x the data).
 
 Scales: ``small`` (minutes, a smoke check), ``standard`` (the default) and ``full`` (the issues'
 figures: 10 M simulated jobs, 1 M jobs a day into 30 M, gold on 1 M and 10 M; hours on 2 cores).
@@ -53,12 +58,15 @@ class Scale:
     agent_work_seconds: float
     day_jobs: int
     gold_jobs: int  # the small size; the large one is 10x
+    gold_cpu_models: int
+    gold_sites: int
+    net_sites: int
 
 
 SCALES = {
-    "small": Scale(50_000, 100_000, 6, 2.0, 3_000, 20_000),
-    "standard": Scale(500_000, 500_000, 10, 3.0, 20_000, 100_000),
-    "full": Scale(10_000_000, 1_000_000, 20, 3.0, 1_000_000, 1_000_000),
+    "small": Scale(50_000, 100_000, 6, 2.0, 3_000, 20_000, 40, 12, 8),
+    "standard": Scale(500_000, 500_000, 10, 3.0, 20_000, 100_000, 100, 24, 20),
+    "full": Scale(10_000_000, 1_000_000, 20, 3.0, 1_000_000, 1_000_000, 200, 40, 100),
 }
 INFRA = REPO_ROOT / "infra"
 
@@ -304,6 +312,8 @@ def bench_silver(scale: Scale, work: Path) -> dict[str, Any]:
 
 
 def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
     from gridlake.gold.analyze import gold_frames
     from gridlake.silver.files import silver_jobs_from_jsonl
 
@@ -311,30 +321,96 @@ def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
     pids = [os.getpid(), _jvm_pid(spark)]
     out: dict[str, Any] = {}
     root = get_settings().storage_root.rstrip("/") + "/bench"
+    groups = {"efficiency": ("site_efficiency", "efficiency"), "speed_factors": ("speed_factors",)}
     for label, n in (("n", scale.gold_jobs), ("10n", 10 * scale.gold_jobs)):
         folder = work / f"sim-gold-{label}"
-        _simulate(folder, n, 28, date(2026, 8, 3), monitored_hosts=0, latency_interval=86400)
+        _simulate(folder, n, 7, date(2026, 8, 3), monitored_hosts=0, latency_interval=86400,
+                  cpu_models=scale.gold_cpu_models, sites=scale.gold_sites)  # fmt: skip
         silver_path = f"{root}/silver_jobs_{label}"
         silver_jobs_from_jsonl(spark, str(folder / "jobs.jsonl")).write.format("delta").mode(
             "overwrite"
         ).save(silver_path)
         shutil.rmtree(folder, ignore_errors=True)
         jobs = spark.read.format("delta").load(silver_path)
-        count = jobs.count()
+        sizes = jobs.agg(
+            F.count(F.lit(1)).alias("jobs"),
+            F.countDistinct("cpu_model").alias("cpu_models"),
+            F.countDistinct("task_id").alias("tasks"),
+        ).first()
 
-        def run_all(group: str, jobs: Any = jobs, label: str = label) -> None:
-            for name, df in gold_frames(jobs, group).items():
-                df.write.format("delta").mode("overwrite").save(f"{root}/{label}/{name}")
+        def run_all(name: str, jobs: Any = jobs, label: str = label) -> None:
+            for group in groups[name]:
+                for table, df in gold_frames(jobs, group).items():
+                    df.write.format("delta").mode("overwrite").save(f"{root}/{label}/{table}")
 
-        for group in ("efficiency", "speed_factors"):
-            seconds, peaks = _timed(lambda g=group: run_all(g), pids)
-            out.setdefault(group, {})[label] = {
-                "jobs": count, "seconds": round(seconds, 1), "peak_rss_mb": peaks,
+        for name in groups:
+            seconds, peaks = _timed(lambda g=name: run_all(g), pids)
+            out.setdefault(name, {})[label] = {
+                **sizes.asDict(), "seconds": round(seconds, 1), "peak_rss_mb": peaks,
             }  # fmt: skip
-    for group, target in (("efficiency", "< 8"), ("speed_factors", "< 10")):
-        g = out[group]
+        fit = (
+            spark.read.format("delta")
+            .load(f"{root}/{label}/gold.cpu_speed_factors")
+            .agg(F.max("iterations").alias("iterations"), F.min("converged").alias("converged"))
+            .first()
+        )
+        out["speed_factors"][label].update(fit.asDict())
+    for name, target in (("efficiency", "< 8"), ("speed_factors", "< 10")):
+        g = out[name]
         g["ratio_10n_vs_n"] = round(g["10n"]["seconds"] / g["n"]["seconds"], 2)
         g["target"] = target
+    spark.stop()
+    return out
+
+
+def _reset_network(spark: Any) -> None:
+    """Empty bronze.network and silver.network and forget refine's checkpoint."""
+    from gridlake.tables import BRONZE, SILVER_NETWORK
+
+    settings = get_settings()
+    for table in (BRONZE["network"], SILVER_NETWORK):
+        spark.sql(f"DROP TABLE IF EXISTS {table.full_name}")
+        shutil.rmtree(table.path(settings), ignore_errors=True)
+    shutil.rmtree(f"{settings.checkpoint_root}/silver_network", ignore_errors=True)
+
+
+def bench_network(scale: Scale, work: Path) -> dict[str, Any]:
+    from gridlake.gold import network
+    from gridlake.silver.refine import refine
+    from gridlake.tables import SILVER_NETWORK
+
+    start = date(2026, 7, 6)
+    folder = work / "sim-network"
+    seconds, _, counts = _simulate(folder, 200, 7, start, sites=scale.net_sites, cpu_models=3,
+                                   monitored_hosts=0, latency_interval=60)  # fmt: skip
+    spark = _spark()
+    pids = [os.getpid(), _jvm_pid(spark)]
+    settings = get_settings()
+    root = settings.storage_root.rstrip("/") + "/bench"
+    paths = scale.net_sites * (scale.net_sites - 1)
+    out: dict[str, Any] = {"sites": scale.net_sites, "paths": paths,
+                           "simulated_results": counts.get("network", 0),
+                           "simulate_seconds": round(seconds, 1)}  # fmt: skip
+    for label, days in (("day", 1), ("week", 7)):
+        _reset_network(spark)
+        chunk = [start + timedelta(days=i) for i in range(days)]
+        _load_bronze(spark, str(folder / "network.jsonl"), "network", "ts", chunk)
+
+        def run(label: str = label) -> None:
+            refine(spark, "network")
+            silver = spark.read.format("delta").load(SILVER_NETWORK.path(settings))
+            status = network.network_link_status(silver).localCheckpoint()
+            status.write.format("delta").mode("overwrite").save(f"{root}/{label}/link_status")
+            cost = network.network_cost_matrix(silver, status)
+            cost.write.format("delta").mode("overwrite").save(f"{root}/{label}/cost_matrix")
+
+        seconds, peaks = _timed(run, pids)
+        rows = spark.read.format("delta").load(SILVER_NETWORK.path(settings)).count()
+        out[label] = {"silver_rows": rows, "seconds": round(seconds, 1), "peak_rss_mb": peaks}
+    out["ratio_week_vs_day"] = round(out["week"]["seconds"] / out["day"]["seconds"], 2)
+    out["data_ratio"] = round(out["week"]["silver_rows"] / out["day"]["silver_rows"], 2)
+    out["target"] = "< 9"
+    shutil.rmtree(folder, ignore_errors=True)
     spark.stop()
     return out
 
@@ -345,8 +421,15 @@ STAGES: dict[str, Callable[[Scale, Path], dict[str, Any]]] = {
     "agent": bench_agent,
     "silver": bench_silver,
     "gold": bench_gold,
+    "network": bench_network,
 }
-NEEDS = {"publish": ("kafka",), "agent": ("kafka",), "silver": ("derby",), "gold": ("derby",)}
+NEEDS = {
+    "publish": ("kafka",),
+    "agent": ("kafka",),
+    "silver": ("derby",),
+    "gold": ("derby",),
+    "network": ("derby",),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -359,23 +442,28 @@ def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
     if settings.instance != "bench":
         raise SystemExit("run through `make bench` (GRIDLAKE_INSTANCE=bench, GRIDLAKE_PORT_OFFSET)")
+    # results live outside the bench instance's state (wiped below); stages run earlier at the
+    # same scale are kept, so one stage can be re-measured without losing the others
+    out = settings.home / "bench-results" / f"results-{args.scale}.json"
     shutil.rmtree(settings.state, ignore_errors=True)
     settings.state.mkdir(parents=True, exist_ok=True)
     scale = SCALES[args.scale]
     stages = args.only.split(",") if args.only else list(STAGES)
     services = tuple(dict.fromkeys(s for st in stages for s in NEEDS.get(st, ())))
-    results: dict[str, Any] = {"scale": args.scale, "scale_parameters": scale.__dict__,
-                               "machine": {"cpus": os.cpu_count()}}  # fmt: skip
+    results: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
+    results.update({"scale": args.scale, "scale_parameters": scale.__dict__,
+                    "machine": {"cpus": os.cpu_count()}})  # fmt: skip
     with tempfile.TemporaryDirectory(dir=settings.state) as tmp, _services(services):
         for stage in stages:
             print(f"== {stage}", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             results[stage] = STAGES[stage](scale, Path(tmp))
             results[stage]["stage_seconds"] = round(time.perf_counter() - t0, 1)
+            results[stage]["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            results[stage]["load_average_1m"] = round(os.getloadavg()[0], 2)
             print(json.dumps({stage: results[stage]}, indent=2), flush=True)
-    out = settings.home / "bench" / f"results-{args.scale}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(results, indent=2) + "\n")  # after each stage
     print(f"results: {out}")
     return 0
 

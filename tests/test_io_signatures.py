@@ -263,6 +263,7 @@ def sim_io(spark, sim_grid, sim_jobs):
     signatures = io.job_io_signature(sim_jobs, feats, rules).cache()
     saturation = io.node_saturation(ns, ds, rules).cache()
     tables = {
+        "silver.job_node_features": feats,
         "gold.job_io_signature": signatures,
         "gold.node_saturation": saturation,
         "gold.workflow_io_profile": io.workflow_io_profile(signatures).cache(),
@@ -306,6 +307,45 @@ def test_simulated_signatures_match_the_planted_truth(sim_io) -> None:
     assert recall["memory_bound"] >= 0.9
     assert recall["remote_read_bound"] >= 0.9
     assert recall["init_dominated"] >= 0.8
+
+
+def test_job_node_features_follow_the_planted_node_behaviour(sim_io) -> None:
+    """silver.job_node_features of planted I/O-bound and CPU-bound jobs show what the simulator
+    planted on their hosts: the slow-storage scratch disk at 70-99.9 % utilisation with 25-80 ms
+    read await and far more iowait, against disks under 60 % with at most 4 ms await (scratch
+    0.3-3 ms, system disk 0.5-4 ms) and almost no iowait."""
+    _, tables, sig = sim_io
+    feats = tables["silver.job_node_features"].join(sig.select("job_id", "planted"), "job_id")
+    enough = feats.where((F.col("iostat_samples") >= 5) & (F.col("vmstat_samples") >= 5))
+
+    def stats(planted: str):
+        return (
+            enough.where(F.col("planted") == planted)
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.min("disk_util_p95").alias("util_min"),
+                F.max("disk_util_p95").alias("util_max"),
+                F.min("r_await_ms_p95").alias("await_min"),
+                F.max("r_await_ms_p95").alias("await_max"),
+                F.percentile_approx("wa_mean", 0.1).alias("wa_p10"),
+                F.max("wa_mean").alias("wa_max"),
+                F.percentile_approx("wa_mean", 0.9).alias("wa_p90"),
+                F.max(F.col("swap_in_kb") + F.col("swap_out_kb")).alias("swap_max"),
+            )
+            .first()
+        )
+
+    io, cpu = stats("io_wait_bound"), stats("cpu_bound")
+    assert io.n > 100 and cpu.n > 1000
+    assert io.util_min >= 70 and io.util_max <= 99.9
+    assert io.await_min >= 25 and io.await_max <= 80
+    # iowait is a node figure: it depends on how many of the node's cores the I/O-bound jobs
+    # hold (the planted share is 0.85 of their non-CPU time against 0.10 for CPU-bound jobs),
+    # so the two populations are compared, not a fixed threshold per job
+    print(f"wa p10 io {io.wa_p10:.1f} vs p90 cpu {cpu.wa_p90:.1f}; max cpu {cpu.wa_max:.1f}")
+    assert io.wa_p10 > 2 * cpu.wa_p90
+    assert cpu.util_max <= 60 and cpu.await_max <= 4.0
+    assert cpu.wa_max < 10 and cpu.swap_max == 0
 
 
 def test_simulated_jobs_without_node_samples_are_insufficient_data(sim_io) -> None:

@@ -19,6 +19,7 @@ from gridlake.sources.simulate import (
     JOB_TYPES,
     SimConfig,
     amdahl_parallel_efficiency,
+    iter_job_truth,
     optimal_payload_hours,
     simulate,
     useful_fraction,
@@ -250,3 +251,50 @@ def _epoch(ts: str) -> int:
 def _is_spike_time(ts: str) -> bool:
     dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     return dt.weekday() >= 5 and 12 <= dt.hour < 18
+
+
+def test_silver_rows_and_derived_columns_match_the_truth(spark, sim_grid, sim_jobs) -> None:
+    """Silver built from the simulated files: row counts per input, every planted bad record
+    quarantined with its rule (jobs and network), derived columns against the truth."""
+    from gridlake.silver.files import silver_network_from_jsonl, silver_nodes_from_jsonl
+    from gridlake.silver.network import validate_network
+
+    folder, truth = sim_grid
+    counts = truth["counts"]
+    # nodes: a vmstat and an iostat record per monitored host and interval, two disks each
+    samples, disks = silver_nodes_from_jsonl(spark, str(folder / "nodes.jsonl"))
+    assert samples.count() == counts["nodes"] > 0
+    assert disks.count() == counts["nodes"]  # iostat records (half) x 2 devices
+    # network: every written result, minus the planted bad ones (counted among them)
+    bad = {b["key"]: b["rule"] for b in truth["bad_records"] if b["topic"] == "grid.network"}
+    assert len(bad) == counts["bad_network"] > 10
+    net = silver_network_from_jsonl(spark, str(folder / "network.jsonl"))
+    assert net.count() == counts["network"] - counts["bad_network"]
+    v = validate_network(bronze_from_jsonl(spark, str(folder / "network.jsonl"), "network"))
+    rejected = {
+        f"{r.src_host}|{r.dst_host}|{r.ts.strftime('%Y-%m-%dT%H:%M:%SZ')}|{r.test}": r._reasons
+        for r in v.filter(F.size("_reasons") > 0).collect()
+    }
+    assert set(rejected) == set(bad)
+    for key, rule in bad.items():
+        assert any(reason.startswith(rule) for reason in rejected[key]), (key, rejected[key])
+    # jobs: declared benchmark and microarchitecture per CPU model as planted
+    models = truth["cpu_models"]
+    per_model = sim_jobs.groupBy("cpu_model").agg(
+        F.collect_set("microarchitecture").alias("micro"),
+        F.collect_set("hs23_per_core").alias("hs23"),
+        F.collect_set("hs23_source").alias("source"),
+    )
+    rows = per_model.collect()
+    assert {r.cpu_model for r in rows} == set(models)
+    for r in rows:
+        m = models[r.cpu_model]
+        assert r.micro == [m["microarchitecture"]] and r.hs23 == [m["hs23_per_core"]], r
+        assert r.source == ["declared-hs23"]
+    # is_outlier (CPU above wall x cores x 1.05) only on attempts the simulator gave extra CPU
+    planted = {r["job_id"] for r in iter_job_truth(folder / "job_truth.csv") if r["outlier"] == "1"}
+    flagged = {r.job_id for r in sim_jobs.where("is_outlier").select("job_id").collect()}
+    assert flagged and flagged <= planted
+    assert len(flagged) >= 0.5 * len(planted)  # the rest: inefficient enough to stay under wall
+    # week: the Monday of end_time (UTC)
+    assert sim_jobs.where(F.col("week") != F.to_date(F.date_trunc("week", "end_time"))).count() == 0
