@@ -338,7 +338,8 @@ GOLD_PLACEMENT_ADVICE = Table(
     ),
     grain=(
         "one row per week, job_type, data_site (a site that ran the job type) and candidate_site"
-        " (the best MAX_CANDIDATES = 10 ranks, plus the data site itself)."
+        " (a site that ran it too: the best MAX_CANDIDATES = 10 ranks, the data site itself and"
+        " candidates without a combined cost, shown as missing)."
     ),
     description=(
         "Candidate sites for the work of a job type whose input is at data_site: the candidate's "
@@ -857,7 +858,9 @@ def placement_advice(
     m = m.withColumn(
         "candidate_rank", F.when(F.col("combined_cost_per_1000_events").isNotNull(), rank)
     )
-    keep = F.col("is_current") | (F.col("candidate_rank") <= max_candidates)
+    # a candidate without a combined cost (path not measured) is kept: missing, not dropped
+    rank = F.col("candidate_rank")
+    keep = F.col("is_current") | rank.isNull() | (rank <= max_candidates)
     return GOLD_PLACEMENT_ADVICE.conform(m.where(keep))
 
 
