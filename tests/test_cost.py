@@ -281,7 +281,10 @@ def sim_cost(spark, sim_grid, sim_jobs):
     from gridlake.silver.files import silver_network_from_jsonl, silver_nodes_from_jsonl
 
     folder, truth = sim_grid
-    speed = speed_factors.compute(sim_jobs, reference_model=truth["reference_cpu_model"])
+    # 9 bootstrap replicates (analyze runs 39): the intervals are not what is checked here
+    speed = speed_factors.compute(
+        sim_jobs, reference_model=truth["reference_cpu_model"], bootstrap=9
+    )
     ns, ds = silver_nodes_from_jsonl(spark, str(folder / "nodes.jsonl"))
     feats = job_node_features(sim_jobs, ns, ds)
     profile = io.workflow_io_profile(io.job_io_signature(sim_jobs, feats, io.io_rules_frame(spark)))
