@@ -48,6 +48,9 @@ The model (calibrated on ``domain.md``)
   outage and a throughput drop.
 - Optional planted bad records (``bad_share``) with the rule the silver layer must quarantine them
   for, and re-sent duplicates (``resend_share``) that silver must absorb.
+- The true cost of an event of each job type at each site (``true_cost`` in the truth file,
+  ``true_costs``): computed from the planted quantities after the run, without random draws, so
+  the records are the same with or without it.
 """
 
 from __future__ import annotations
