@@ -543,3 +543,40 @@ def test_whatif_cli_reads_the_warehouse_and_never_writes(spark, whatif_tables, t
                          env={**env, "GRIDLAKE_STORAGE_ROOT": str(empty)}, timeout=600)  # fmt: skip
     assert out.returncode == 2 and "gold.site_workflow_cost not found" in out.stderr
     assert not any(empty.iterdir())
+
+
+def test_job_type_without_its_own_fit_takes_the_all_fit(spark) -> None:
+    # "gen" has no fit of its own: the ALL fit (same reference M1) gives its factors and site
+    # terms; B's node runs M2 only (1.25x) and is 1.1x slow, A's M1 at a typical speed
+    gen = [("g1", None, "success", False, "t9", WEEK, "A", "gen", "M1", 1, 100.0, 100.0, 80.0,
+            10, None),
+           ("g2", None, "success", False, "t9", WEEK, "B", "gen", "M2", 1, 100.0, 100.0, 70.4,
+            10, None)]  # fmt: skip
+    factors = [
+        *EXAMPLE_FACTORS,
+        ("ALL", "M1", 1.0, 1.0, 1.0, 1, "M1"),
+        ("ALL", "M2", 1.25, 1.2, 1.3, 1, "M1"),
+    ]
+    anomalies = [
+        *EXAMPLE_ANOMALIES,
+        ("ALL", "A", "ALL", 1.0, 0.98, 1.02, 5),
+        ("ALL", "B", "ALL", 1.1, 1.05, 1.15, 4),
+    ]
+    rows = {
+        (r.site, r.job_type): r
+        for r in cost.site_workflow_cost(
+            spark.createDataFrame(EXAMPLE_JOBS + gen, JOBS_DDL),
+            spark.createDataFrame(factors, FACTORS_DDL),
+            spark.createDataFrame(anomalies, ANOMALIES_DDL),
+            None,
+            cost.prices_frame(spark),
+        ).collect()
+    }
+    a, b = rows[("A", "gen")], rows[("B", "gen")]
+    # r = (80 x 1 / 1 + 70.4 x 1.25 / 1.1) / 20 = 8; B's mix this week: its reco and gen jobs
+    assert a.reference_cpu_seconds_per_event == pytest.approx(8.0)
+    assert a.cpu_mix_speed == pytest.approx(1.0) and a.site_slowdown == pytest.approx(1.0)
+    assert b.cpu_mix_speed == pytest.approx((1600 + 2500 * 1.25) / 4100)
+    assert b.site_slowdown == pytest.approx(1.1)
+    assert a.core_seconds_per_event == pytest.approx(8.0 / 0.8)
+    assert rows[("B", "reco")].cost_per_1000_events is not None

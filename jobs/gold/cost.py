@@ -430,10 +430,12 @@ def _sigma(lo: str, hi: str) -> SparkColumn:
     return F.when(ok, (F.log(F.col(hi)) - F.log(F.col(lo))) / (2 * Z95))
 
 
-def job_type_factors(factors: DataFrame) -> DataFrame:
-    """gold.cpu_speed_factors -> (job_type, cpu_model, f, sigma_f, reference_model): the job
-    type's own factor from its main connected group (group_id 1), else the ALL fit's when that
-    has the same reference model (factors of different references cannot be mixed)."""
+def job_type_factors(factors: DataFrame, job_types: DataFrame | None = None) -> DataFrame:
+    """gold.cpu_speed_factors -> (job_type, cpu_model, f, sigma_f): the job type's own factor
+    from its main connected group (group_id 1), else the ALL fit's when that has the same
+    reference model (factors of different references cannot be mixed). Job types of
+    ``job_types`` without a fit of their own take the ALL fit's main group: r and v of a job
+    type then come from one set of factors, which is all the cost needs."""
     own = factors.where((F.col("job_type") != ALL) & (F.col("group_id") == 1)).select(
         "job_type",
         "cpu_model",
@@ -442,6 +444,14 @@ def job_type_factors(factors: DataFrame) -> DataFrame:
         "reference_model",
     )
     refs = own.select("job_type", "reference_model").distinct()
+    if job_types is not None:
+        pooled_ref = (
+            factors.where((F.col("job_type") == ALL) & (F.col("group_id") == 1))
+            .select("reference_model")
+            .distinct()
+        )
+        lacking = job_types.join(refs.select("job_type"), "job_type", "left_anti")
+        refs = refs.unionByName(lacking.crossJoin(pooled_ref))
     pooled = factors.where(F.col("job_type") == ALL).select(
         "cpu_model",
         F.col("speed_factor").alias("_fa"),
@@ -460,7 +470,7 @@ def job_type_factors(factors: DataFrame) -> DataFrame:
 
 
 def site_slowdowns(anomalies: DataFrame, job_types: DataFrame) -> DataFrame:
-    """gold.site_speed_anomalies -> (job_type, site, slowdown, sigma_slowdown): the site term
+    """gold.site_speed_anomalies -> (job_type, site, slowdown, sigma_d): the site term
     of the job type's fit (the group with most jobs at the site), else of the ALL fit."""
     terms = anomalies.where(F.col("cpu_model") == ALL).select(
         "job_type",
@@ -681,8 +691,8 @@ def site_workflow_cost(
 ) -> DataFrame:
     """silver.jobs, gold.cpu_speed_factors, gold.site_speed_anomalies, gold.workflow_io_profile
     (None: no node data) and gold.cost_prices -> gold.site_workflow_cost."""
-    f = job_type_factors(factors)
     job_types = jobs.select("job_type").distinct()
+    f = job_type_factors(factors, job_types)
     d = site_slowdowns(anomalies, job_types)
     consts = job_type_constants(jobs, f, d)
     out = (
