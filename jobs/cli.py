@@ -17,6 +17,7 @@ GOLD_GROUPS = (
     "io_signatures",
     "network",
     "site_efficiency_monthly",
+    "cost",
 )
 
 
@@ -91,6 +92,44 @@ def cmd_train_network(args: argparse.Namespace) -> int:
             f"recall {_f3(r.recall)}{'  <- selected' if r.selected and r.scope == 'final' else ''}"
         )
     print("model saved; the next `gridlake analyze --only network` fills p_util_over_70_next")
+    return 0
+
+
+def cmd_whatif(args: argparse.Namespace) -> int:
+    """Cost of last month's work under a scenario; reads the warehouse, never writes."""
+    from gridlake.gold.whatif import load_scenario, whatif
+
+    try:
+        scenario = load_scenario(Path(args.scenario))
+    except (OSError, ValueError) as exc:
+        print(f"whatif: {exc}", file=sys.stderr)
+        return 2
+    from gridlake.gold.cost import GOLD_SITE_WORKFLOW_COST
+    from gridlake.gold.efficiency import GOLD_JOB_LENGTH_ADVICE
+    from gridlake.gold.speed_factors import GOLD_CPU_SPEED_FACTORS
+
+    spark = _spark()
+    settings = get_settings()
+
+    def read(table):  # noqa: ANN001, ANN202
+        path = table.path(settings)
+        try:
+            return spark.read.format("delta").load(path)
+        except Exception as exc:  # AnalysisException: not a Delta table / path missing
+            raise ValueError(
+                f"{table.full_name} not found at {path}: run gridlake analyze"
+            ) from exc
+
+    try:
+        costs = read(GOLD_SITE_WORKFLOW_COST)
+        kinds = {type(c).__name__ for c in scenario.changes}
+        factors = read(GOLD_CPU_SPEED_FACTORS) if kinds & {"ReplaceCpus", "CloudSite"} else None
+        advice = read(GOLD_JOB_LENGTH_ADVICE) if "JobLength" in kinds else None
+        result = whatif(costs, scenario, factors, advice, weeks=args.weeks)
+    except ValueError as exc:
+        print(f"whatif: {exc}", file=sys.stderr)
+        return 2
+    print(result.report(scenario.name))
     return 0
 
 
@@ -287,6 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--models", help="comma-separated model types (default: mlp,gbt)")
     s.add_argument("--held-out", type=int, default=3, help="links evaluated leave-one-out")
     s.set_defaults(func=cmd_train_network)
+    s = sub.add_parser("whatif", help="cost of last month's work under a scenario (read-only)")
+    s.add_argument("scenario", help="scenario YAML (see gridlake.gold.whatif)")
+    s.add_argument("--weeks", type=int, default=4, help="ISO weeks of work (default 4: a month)")
+    s.set_defaults(func=cmd_whatif)
 
     s = sub.add_parser("docs", help="regenerate the README table reference and sql/grid views")
     s.add_argument("--check", action="store_true", help="only say whether it is current")

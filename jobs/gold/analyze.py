@@ -13,6 +13,9 @@ re-scores all of history. Groups and what they read:
 - ``network``: silver.network -> network_link_status, network_alarms, network_cost_matrix
 - ``site_efficiency_monthly``: silver.accounting_summaries + silver.jobs ->
   site_efficiency_monthly (APEL summaries beside the per-job path)
+- ``cost``: silver.jobs + gold.cpu_speed_factors, site_speed_anomalies, workflow_io_profile,
+  network_cost_matrix (+ gold.cost_prices) -> site_workflow_cost, placement_advice; runs after
+  the groups it reads
 
 Rule tables are operator-editable: the highest ``rule_version`` of a rule applies, so an
 operator's new version takes effect on the next run. Shipped rule versions the table lacks are
@@ -39,6 +42,7 @@ GROUPS = (
     "io_signatures",
     "network",
     "site_efficiency_monthly",
+    "cost",
 )
 
 
@@ -55,6 +59,8 @@ def _group_tables(group: str) -> tuple[Table, ...]:
         from gridlake.gold.network import TABLES
     elif group == "site_efficiency_monthly":
         from gridlake.gold.site_efficiency_monthly import TABLES
+    elif group == "cost":
+        from gridlake.gold.cost import TABLES
     else:
         raise ValueError(f"unknown gold group {group!r}; one of {GROUPS}")
     return TABLES
@@ -129,6 +135,19 @@ def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, Da
                              lambda: efficiency.outlier_rules_frame(spark), settings)  # fmt: skip
         frames = efficiency.compute(jobs, rules)
         return frames
+    if group == "cost":
+        from gridlake.gold import cost, io_signatures, network, speed_factors
+
+        prices = _rules(spark, cost.GOLD_COST_PRICES, lambda: cost.prices_frame(spark), settings,
+                        "site")  # fmt: skip
+        return cost.compute(
+            jobs,
+            _read(spark, speed_factors.GOLD_CPU_SPEED_FACTORS, settings),
+            _read(spark, speed_factors.GOLD_SITE_SPEED_ANOMALIES, settings),
+            _read(spark, io_signatures.GOLD_WORKFLOW_IO_PROFILE, settings),
+            _read(spark, network.GOLD_NETWORK_COST_MATRIX, settings),
+            prices,
+        )
     if group == "io_signatures":
         from gridlake.gold import io_signatures
 

@@ -48,6 +48,9 @@ The model (calibrated on ``domain.md``)
   outage and a throughput drop.
 - Optional planted bad records (``bad_share``) with the rule the silver layer must quarantine them
   for, and re-sent duplicates (``resend_share``) that silver must absorb.
+- The true cost of an event of each job type at each site (``true_cost`` in the truth file,
+  ``true_costs``): computed from the planted quantities after the run, without random draws, so
+  the records are the same with or without it.
 """
 
 from __future__ import annotations
@@ -483,6 +486,8 @@ class Simulation:
     init_sums: dict[str, list[float]] = field(default_factory=dict)  # job type: [sum, count]
     serial: int = 0
     first_attempts: int = 0
+    # hosts per (site, CPU model name): the planted CPU mix of each site (truth only)
+    host_models: dict[str, dict[str, int]] = field(default_factory=dict)
     _bar: Any = None
 
     # -- jobs ---------------------------------------------------------------------------------
@@ -663,6 +668,8 @@ class Simulation:
         g, rng = self.grid, self.rng
         host = f"wn{index + 1:04d}.{site.domain}"
         model = self._host_fleet_model(site, index)
+        mix = self.host_models.setdefault(site.name, {})
+        mix[model.name] = mix.get(model.name, 0) + 1
         monitored = index < g.config.monitored_hosts_per_site
         weights = self._occupation_weights(site)
         node = (
@@ -1048,6 +1055,97 @@ def _weekend_spike(t: int) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
+# Planted true cost of a unit of work (truth only: no random numbers are drawn)
+# --------------------------------------------------------------------------------------------
+
+# Events of a job are the task's events x U(0.6, 1.4): 5-point Gauss-Legendre nodes and weights
+# of that uniform (exact for polynomials of degree 9, the cost is smooth in the events).
+_GL5 = (
+    (-0.9061798459386640, 0.2369268850561891), (-0.5384693101056831, 0.4786286704993665),
+    (0.0, 0.5688888888888889), (0.5384693101056831, 0.4786286704993665),
+    (0.9061798459386640, 0.2369268850561891),
+)  # fmt: skip
+STAGE_IN_WALL_SHARE = 0.6  # a stage-in failure ends after init x U(0.2, 1.0): 0.6 init on average
+
+
+def _lane_cost(site: Site, model: CpuModel, reference: CpuModel, task: Task) -> tuple[float, float]:
+    """Expected (core-seconds, successful events) of one lane of ``task`` on a host of ``model``
+    at ``site``, per the model of ``Simulation._attempt`` with its noise at its mean.
+
+    An attempt spends init I then payload P (wall D = I + P); it fails at the start with the
+    stage-in probability p (after 0.6 I on average) or at hazard h during D. It succeeds with
+    q = (1 - p) exp(-h D) and costs n (p 0.6 I + (1 - p)(1 - exp(-h D)) / h) core-seconds on
+    average. A failed attempt is retried with RETRY_PROBABILITY, MAX_ATTEMPTS in all; attempts
+    are alike, so the lane's expected core-seconds and events share the factor E[attempts].
+    """
+    spec = JOB_TYPES[task.job_type]
+    n = task.cores
+    speed = model.speed(task.job_type) * site.speed_factor
+    factor, _ = site_efficiency_factor(site, task.job_type, task.vo)
+    eff = _clip(spec.efficiency * factor * amdahl_parallel_efficiency(n, spec.serial_fraction),
+                0.02, 0.99)  # fmt: skip
+    init = spec.init_seconds * reference.speed(task.job_type) / speed
+    p = spec.stage_in_failure * (2 if "slow_storage_site" in site.roles else 1)
+    h = spec.hazard_per_hour / 3600.0
+    core_seconds = events = 0.0
+    for x, w in _GL5:
+        k = task.events * (1.0 + 0.4 * x)
+        w *= 0.5  # the weights sum to 2 over [-1, 1]: the mean over the uniform takes half
+        d = init + k * task.cpu_per_event / speed / (n * eff)
+        survive = math.exp(-h * d) if h > 0 else 1.0
+        running = -math.expm1(-h * d) / h if h > 0 else d
+        per_attempt = n * (p * STAGE_IN_WALL_SHARE * init + (1 - p) * running)
+        q = (1 - p) * survive
+        f = RETRY_PROBABILITY * (1 - q)
+        attempts = sum(f**j for j in range(MAX_ATTEMPTS))
+        core_seconds += w * per_attempt * attempts
+        events += w * k * q * attempts
+    return core_seconds, events
+
+
+def true_costs(grid: Grid, host_models: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """Planted cost of a unit of work of each job type at each site, in core-seconds per
+    successfully processed event (all attempts' core-seconds, failures and retries included).
+
+    The unit of work is the job type's grid-wide workload: every task of the job type, weighted
+    as occupations draw them (VO share, then a task at random) times its lanes per occupation.
+    On one CPU model m of the site its cost is c_m = sum of expected lane core-seconds / sum of
+    expected lane events (a ratio of sums). A site's hosts run work back to back for the whole
+    period, so each model gets the site's slot time in proportion to its hosts h_m (the hosts
+    the site really got) and processes events at 1 / c_m per core-second:
+    cost = sum(h_m) / sum(h_m / c_m).
+    """
+    reference = grid.models[0]
+    by_name = {m.name: m for m in grid.models}
+    out: dict[str, Any] = {}
+    for site in grid.sites:
+        mix = host_models.get(site.name, {})
+        hosts = sum(mix.values())
+        if not hosts:
+            continue
+        costs: dict[str, float] = {}
+        for jt in JOB_TYPES:
+            rate = 0.0  # events per core-second over the site's slot time
+            for name, count in mix.items():
+                num = den = 0.0
+                for vo in ("atlas", "cms"):
+                    pool = grid.tasks.get((vo, jt), [])
+                    vo_share = ATLAS_SHARE if vo == "atlas" else 1 - ATLAS_SHARE
+                    for task in pool:
+                        weight = vo_share / len(pool) * (SLOT_CORES // task.cores)
+                        cs, ev = _lane_cost(site, by_name[name], reference, task)
+                        num += weight * cs
+                        den += weight * ev
+                rate += count / hosts * den / num
+            costs[jt] = 1.0 / rate
+        out[site.name] = {
+            "core_seconds_per_event": costs,
+            "cpu_mix_hosts": dict(sorted(mix.items())),
+        }
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------------------------
 
@@ -1191,6 +1289,7 @@ def _truth(sim: Simulation, network: dict[str, Any]) -> dict[str, Any]:
             for m in g.models
         },
         "job_types": job_types,
+        "true_cost": true_costs(g, sim.host_models),
         "start_failure_modes": list(START_FAILURE_MODES),
         "exit_codes": EXIT_CODES,
         "tasks": sum(len(v) for v in g.tasks.values()),
