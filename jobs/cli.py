@@ -17,6 +17,7 @@ GOLD_GROUPS = (
     "io_signatures",
     "network",
     "site_efficiency_monthly",
+    "serving",
 )
 
 

@@ -13,6 +13,7 @@ re-scores all of history. Groups and what they read:
 - ``network``: silver.network -> network_link_status, network_alarms, network_cost_matrix
 - ``site_efficiency_monthly``: silver.accounting_summaries + silver.jobs ->
   site_efficiency_monthly (APEL summaries beside the per-job path)
+- ``serving``: gold.network_link_status -> network_link_hourly (pre-aggregate for dashboards)
 
 Rule tables are operator-editable: the highest ``rule_version`` of a rule applies, so an
 operator's new version takes effect on the next run. Shipped rule versions the table lacks are
@@ -38,6 +39,7 @@ GROUPS = (
     "io_signatures",
     "network",
     "site_efficiency_monthly",
+    "serving",
 )
 
 
@@ -54,6 +56,8 @@ def _group_tables(group: str) -> tuple[Table, ...]:
         from gridlake.gold.network import TABLES
     elif group == "site_efficiency_monthly":
         from gridlake.gold.site_efficiency_monthly import TABLES
+    elif group == "serving":
+        from gridlake.gold.serving import TABLES
     else:
         raise ValueError(f"unknown gold group {group!r}; one of {GROUPS}")
     return TABLES
@@ -113,6 +117,10 @@ def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, Da
 
         frames = network.compute(_read(spark, SILVER_NETWORK, settings))
         return frames
+    if group == "serving":
+        from gridlake.gold import network, serving
+
+        return serving.compute(_read(spark, network.GOLD_NETWORK_LINK_STATUS, settings))
     jobs = _read(spark, SILVER_JOBS, settings)
     if group == "site_efficiency_monthly":
         from gridlake.gold import site_efficiency_monthly
