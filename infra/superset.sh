@@ -11,7 +11,7 @@
 #   status   one line
 # Env overrides: SUPERSET_SECRET_KEY, SUPERSET_ADMIN_PASSWORD, GRIDLAKE_SUPERSET_ADMIN (user name),
 # GRIDLAKE_SUPERSET_WORKERS (gunicorn workers, default 2), GRIDLAKE_SUPERSET_SCHEMA (database of the
-# gold tables, default gold).
+# views the datasets read, default grid).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -24,7 +24,7 @@ ADMIN_FILE="$SECRETS_DIR/superset_admin.txt"
 ADMIN_USER="${GRIDLAKE_SUPERSET_ADMIN:-admin}"
 URL="http://127.0.0.1:$GRIDLAKE_SUPERSET_PORT"
 BUNDLE="$HOME_DIR/gridlake_assets.zip"
-GOLD_SCHEMA="${GRIDLAKE_SUPERSET_SCHEMA:-gold}"
+VIEW_SCHEMA="${GRIDLAKE_SUPERSET_SCHEMA:-grid}"
 
 export SUPERSET_HOME="$HOME_DIR"
 export SUPERSET_CONFIG_PATH="$GRIDLAKE_REPO/superset/superset_config.py"
@@ -155,10 +155,10 @@ do_import() {
   pid_alive superset && healthy || die "superset is not running: run infra/superset.sh start"
   local t0=$SECONDS
   "$VENV/bin/python" "$GRIDLAKE_REPO/superset/build_bundle.py" \
-    --thrift-port "$GRIDLAKE_THRIFT_PORT" --schema "$GOLD_SCHEMA" --out "$BUNDLE" \
+    --thrift-port "$GRIDLAKE_THRIFT_PORT" --schema "$VIEW_SCHEMA" --out "$BUNDLE" \
     --import-url "$URL" --user "$ADMIN_USER" \
     || die "superset: import of $BUNDLE failed; see $GRIDLAKE_LOGS/superset.log"
-  log "superset: assets imported in $((SECONDS - t0))s (database -> hive://127.0.0.1:$GRIDLAKE_THRIFT_PORT/$GOLD_SCHEMA)"
+  log "superset: assets imported in $((SECONDS - t0))s (database -> hive://127.0.0.1:$GRIDLAKE_THRIFT_PORT/$VIEW_SCHEMA)"
 }
 
 start() {
