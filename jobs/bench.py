@@ -14,6 +14,9 @@ Stages (``--only`` picks some):
   day-31 / day-1 time ratio (target <= 1.3) and the peak driver memory.
 - ``gold``: every gold table of the efficiency issue, and the CPU speed-factor fit, on a grid of
   N jobs and one of 10 N: wall time, ratio (targets < 8x and < 10x), peak driver memory.
+- ``serving``: every chart of every dashboard through Superset's chart-data API over a synthetic
+  year of gold for a 100-site grid, p50/p95 per dashboard (target p95 < 2 s), and the same SQL in
+  DuckDB over the same Delta files (``gridlake.bench_serving``).
 
 Scales: ``small`` (minutes, a smoke check), ``standard`` (the default) and ``full`` (the issues'
 figures: 10 M simulated jobs, 1 M jobs a day into 30 M, gold on 1 M and 10 M; hours on 2 cores).
@@ -339,14 +342,22 @@ def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
     return out
 
 
+def _bench_serving(scale: Scale, work: Path) -> dict[str, Any]:
+    from gridlake.bench_serving import bench_serving
+
+    return bench_serving(scale, work)
+
+
 STAGES: dict[str, Callable[[Scale, Path], dict[str, Any]]] = {
     "simulate": bench_simulate,
     "publish": bench_publish,
     "agent": bench_agent,
     "silver": bench_silver,
     "gold": bench_gold,
+    "serving": _bench_serving,
 }
-NEEDS = {"publish": ("kafka",), "agent": ("kafka",), "silver": ("derby",), "gold": ("derby",)}
+NEEDS = {"publish": ("kafka",), "agent": ("kafka",), "silver": ("derby",), "gold": ("derby",),
+         "serving": ("derby",)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -357,8 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", help="comma-separated stages: " + ",".join(STAGES))
     args = p.parse_args(argv)
     settings = get_settings()
-    if settings.instance != "bench":
-        raise SystemExit("run through `make bench` (GRIDLAKE_INSTANCE=bench, GRIDLAKE_PORT_OFFSET)")
+    if not settings.instance.startswith("bench"):
+        raise SystemExit(
+            "run through `make bench` (GRIDLAKE_INSTANCE=bench*, GRIDLAKE_PORT_OFFSET)"
+        )
     shutil.rmtree(settings.state, ignore_errors=True)
     settings.state.mkdir(parents=True, exist_ok=True)
     scale = SCALES[args.scale]
