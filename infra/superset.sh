@@ -7,11 +7,15 @@
 #            and the import of superset/assets (database, dataset, charts, dashboard "Grid operations")
 #   import   build the bundle ZIP (Thrift port of this instance templated in) and import it through
 #            POST /api/v1/assets/import/, which overwrites: safe to repeat
+#   add-site-user SITE USER   role Site_<SITE> (read-only, row-level security on SITE) and its user
+#   add-operator USER         a user with role GridOperator (reads everything, writes nothing)
+#            password: $GRIDLAKE_USER_PASSWORD, else generated once into
+#            $GRIDLAKE_STATE/secrets/superset_users/USER.txt (never on a command line)
 #   stop     stop gunicorn (by its PID file)
 #   status   one line
 # Env overrides: SUPERSET_SECRET_KEY, SUPERSET_ADMIN_PASSWORD, GRIDLAKE_SUPERSET_ADMIN (user name),
 # GRIDLAKE_SUPERSET_WORKERS (gunicorn workers, default 2), GRIDLAKE_SUPERSET_SCHEMA (database of the
-# gold tables, default gold).
+# views the datasets read, default grid).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -24,7 +28,7 @@ ADMIN_FILE="$SECRETS_DIR/superset_admin.txt"
 ADMIN_USER="${GRIDLAKE_SUPERSET_ADMIN:-admin}"
 URL="http://127.0.0.1:$GRIDLAKE_SUPERSET_PORT"
 BUNDLE="$HOME_DIR/gridlake_assets.zip"
-GOLD_SCHEMA="${GRIDLAKE_SUPERSET_SCHEMA:-gold}"
+VIEW_SCHEMA="${GRIDLAKE_SUPERSET_SCHEMA:-grid}"
 
 export SUPERSET_HOME="$HOME_DIR"
 export SUPERSET_CONFIG_PATH="$GRIDLAKE_REPO/superset/superset_config.py"
@@ -155,10 +159,42 @@ do_import() {
   pid_alive superset && healthy || die "superset is not running: run infra/superset.sh start"
   local t0=$SECONDS
   "$VENV/bin/python" "$GRIDLAKE_REPO/superset/build_bundle.py" \
-    --thrift-port "$GRIDLAKE_THRIFT_PORT" --schema "$GOLD_SCHEMA" --out "$BUNDLE" \
+    --thrift-port "$GRIDLAKE_THRIFT_PORT" --schema "$VIEW_SCHEMA" --out "$BUNDLE" \
     --import-url "$URL" --user "$ADMIN_USER" \
     || die "superset: import of $BUNDLE failed; see $GRIDLAKE_LOGS/superset.log"
-  log "superset: assets imported in $((SECONDS - t0))s (database -> hive://127.0.0.1:$GRIDLAKE_THRIFT_PORT/$GOLD_SCHEMA)"
+  log "superset: assets imported in $((SECONDS - t0))s (database -> hive://127.0.0.1:$GRIDLAKE_THRIFT_PORT/$VIEW_SCHEMA)"
+  # new datasets reach the GridOperator and site roles (permissions and RLS rules)
+  spy "$GRIDLAKE_REPO/superset/access.py" sync
+  log "superset: roles GridOperator and Site_* in sync with the datasets"
+}
+
+# add_user KIND ARGS...: add-site-user SITE USER | add-operator USER (see the header).
+add_user() {
+  local kind="$1" user pw pwfile out dir="$SECRETS_DIR/superset_users"
+  shift
+  user="${!#}"
+  [[ "$user" =~ ^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$ ]] || die "superset: not a user name: '$user'"
+  pid_alive superset && healthy || die "superset is not running: run infra/superset.sh start"
+  mkdir -p "$dir" && chmod 700 "$dir"
+  pwfile="$dir/$user.txt"
+  if [ -n "${GRIDLAKE_USER_PASSWORD:-}" ]; then
+    pw="$GRIDLAKE_USER_PASSWORD"
+  elif [ -s "$pwfile" ]; then
+    pw="$(sed -n 's/^password: //p' "$pwfile" | head -n1)"
+  else
+    pw="$(python3 -c 'import secrets; print(secrets.token_urlsafe(18))')"
+  fi
+  [ -n "$pw" ] || die "superset: no password for $user"
+  out="$(GRIDLAKE_USER_PASSWORD="$pw" "$VENV/bin/python" "$GRIDLAKE_REPO/superset/access.py" \
+    "$kind" "$@" 2>>"$GRIDLAKE_LOGS/superset-setup.log")" \
+    || die "superset: $kind failed: $(tail -n 1 "$GRIDLAKE_LOGS/superset-setup.log")"
+  printf '%s\n' "$out" | tail -n 1
+  (
+    umask 077
+    printf 'user: %s\npassword: %s\nurl: %s/login/\n' "$user" "$pw" "$URL" > "$pwfile"
+  )
+  chmod 600 "$pwfile"
+  log "superset: login of $user in $pwfile"
 }
 
 start() {
@@ -190,6 +226,12 @@ case "${1:-status}" in
   install) install ;;
   start) start ;;
   import) load_secrets; do_import ;;
+  add-site-user)
+    [ "$#" = 3 ] || die "usage: superset.sh add-site-user SITE USER"
+    load_secrets; add_user add-site-user "$2" "$3" ;;
+  add-operator)
+    [ "$#" = 2 ] || die "usage: superset.sh add-operator USER"
+    load_secrets; add_user add-operator "$2" ;;
   stop) stop_pid superset ;;
   status)
     if pid_alive superset; then
@@ -198,5 +240,5 @@ case "${1:-status}" in
       echo "superset  stopped"
     fi
     ;;
-  *) die "usage: superset.sh install|start|stop|status|import" ;;
+  *) die "usage: superset.sh install|start|stop|status|import|add-site-user SITE USER|add-operator USER" ;;
 esac

@@ -18,12 +18,17 @@ case "${1:-status}" in
     SPARK_HOME="$(ls -d "$GRIDLAKE_VENV"/lib/python3*/site-packages/pyspark | head -1)"
     export SPARK_HOME
     mapfile -t conf < <("$GRIDLAKE_VENV/bin/gridlake" spark-conf)
+    # The Thrift Server runs with spark.sql.datetime.java8API.enabled, and Delta 4.0's
+    # metadata-only answer to MIN/MAX of a DATE column then fails with "LocalDate cannot be cast
+    # to java.sql.Date" (e.g. `SELECT max(week) FROM grid.site_efficiency_weekly`): answer those
+    # from the data instead.
     mkdir -p "$GRIDLAKE_STATE/thrift"
     cd "$GRIDLAKE_STATE/thrift"
     start_bg thrift "$GRIDLAKE_LOGS/thrift.log" "$GRIDLAKE_VENV/bin/spark-submit" \
       --master "${GRIDLAKE_SPARK_MASTER:-local[2]}" --driver-memory "${GRIDLAKE_THRIFT_MEMORY:-1g}" \
       --name gridlake-thrift --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 \
       "${conf[@]}" --conf "spark.driver.extraClassPath=$cp" \
+      --conf spark.databricks.delta.optimizeMetadataQuery.enabled=false \
       spark-internal \
       --hiveconf hive.server2.thrift.bind.host=127.0.0.1 \
       --hiveconf "hive.server2.thrift.port=$GRIDLAKE_THRIFT_PORT" \

@@ -19,6 +19,9 @@ Stages (``--only`` picks some):
   directed pairs of S sites (full: 100 sites, 9,900 paths, ~100 M results a week): bronze ->
   silver refine, then gold.network_link_status and gold.network_cost_matrix; wall time, peak
   memory, week / day ratio (target < 9x for 7x the data).
+- ``serving``: every chart of every dashboard through Superset's chart-data API over a synthetic
+  year of gold for a 100-site grid, p50/p95 per dashboard (target p95 < 2 s), and the same SQL in
+  DuckDB over the same Delta files (``gridlake.bench_serving``).
 
 Scales: ``small`` (minutes, a smoke check), ``standard`` (the default) and ``full`` (the issues'
 figures: 10 M simulated jobs, 1 M jobs a day into 30 M, gold on 1 M and 10 M; hours on 2 cores).
@@ -415,6 +418,12 @@ def bench_network(scale: Scale, work: Path) -> dict[str, Any]:
     return out
 
 
+def _bench_serving(scale: Scale, work: Path) -> dict[str, Any]:
+    from gridlake.bench_serving import bench_serving
+
+    return bench_serving(scale, work)
+
+
 STAGES: dict[str, Callable[[Scale, Path], dict[str, Any]]] = {
     "simulate": bench_simulate,
     "publish": bench_publish,
@@ -422,6 +431,7 @@ STAGES: dict[str, Callable[[Scale, Path], dict[str, Any]]] = {
     "silver": bench_silver,
     "gold": bench_gold,
     "network": bench_network,
+    "serving": _bench_serving,
 }
 NEEDS = {
     "publish": ("kafka",),
@@ -429,6 +439,7 @@ NEEDS = {
     "silver": ("derby",),
     "gold": ("derby",),
     "network": ("derby",),
+    "serving": ("derby",),
 }
 
 
@@ -440,8 +451,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", help="comma-separated stages: " + ",".join(STAGES))
     args = p.parse_args(argv)
     settings = get_settings()
-    if settings.instance != "bench":
-        raise SystemExit("run through `make bench` (GRIDLAKE_INSTANCE=bench, GRIDLAKE_PORT_OFFSET)")
+    if not settings.instance.startswith("bench"):
+        raise SystemExit(
+            "run through `make bench` (GRIDLAKE_INSTANCE=bench*, GRIDLAKE_PORT_OFFSET)"
+        )
     # results live outside the bench instance's state (wiped below); stages run earlier at the
     # same scale are kept, so one stage can be re-measured without losing the others
     out = settings.home / "bench-results" / f"results-{args.scale}.json"

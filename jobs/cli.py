@@ -18,6 +18,7 @@ GOLD_GROUPS = (
     "network",
     "site_efficiency_monthly",
     "cost",
+    "serving",
 )
 
 
@@ -147,15 +148,64 @@ def cmd_docs(args: argparse.Namespace) -> int:
         files = {p.name: p.read_text() for p in VIEW_DIR.glob("*.sql")}
         stale += [f"sql/grid/{n}" for n in sorted(set(wanted) | set(files))
                   if wanted.get(n) != files.get(n)]  # fmt: skip
+        stale += _stale_assets()
         if stale:
             print(f"stale: {', '.join(stale)}: run `gridlake docs`", file=sys.stderr)
             return 1
-        print("README table reference and sql/grid views are current")
+        print("README table reference, sql/grid views and superset/assets are current")
         return 0
     print("README.md updated" if update_readme() else "README.md already current")
     changed = write_view_files()
     print(f"sql/grid: {len(changed)} view files written or removed")
+    # the dataset YAML carries the views' columns and comments
+    from gridlake.superset_assets import write_assets
+
+    print(f"superset/assets: {len(write_assets())} YAML files written or removed")
     return 0
+
+
+def _stale_assets() -> list[str]:
+    from gridlake.superset_assets import ASSETS_DIR, render_assets
+
+    wanted = render_assets()
+    files = {
+        p.relative_to(ASSETS_DIR).as_posix(): p.read_text() for p in ASSETS_DIR.rglob("*.yaml")
+    }
+    return [f"superset/assets/{n}" for n in sorted(set(wanted) | set(files))
+            if wanted.get(n) != files.get(n)]  # fmt: skip
+
+
+def cmd_superset(args: argparse.Namespace) -> int:
+    """Superset assets (YAML from the spec) and users (through infra/superset.sh)."""
+    import subprocess
+
+    from gridlake.settings import REPO_ROOT
+
+    if args.action == "assets":
+        if args.check:
+            stale = _stale_assets()
+            if stale:
+                print(f"stale: {', '.join(stale)}: run `gridlake superset assets`", file=sys.stderr)
+                return 1
+            print("superset/assets is current")
+            return 0
+        from gridlake.superset_assets import write_assets
+
+        print(f"superset/assets: {len(write_assets())} YAML files written or removed")
+        return 0
+    # The password never travels on a command line: infra/superset.sh reads it from the
+    # environment (GRIDLAKE_USER_PASSWORD) or generates it into the instance's secrets folder.
+    if args.action == "add-site-user":
+        if not args.site or not args.user:
+            print("usage: gridlake superset add-site-user SITE USER", file=sys.stderr)
+            return 2
+        cmd = ["add-site-user", args.site, args.user]
+    else:
+        if not args.site or args.user:
+            print("usage: gridlake superset add-operator USER", file=sys.stderr)
+            return 2
+        cmd = ["add-operator", args.site]
+    return subprocess.run(["bash", str(REPO_ROOT / "infra" / "superset.sh"), *cmd]).returncode
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -334,6 +384,19 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("docs", help="regenerate the README table reference and sql/grid views")
     s.add_argument("--check", action="store_true", help="only say whether it is current")
     s.set_defaults(func=cmd_docs)
+
+    s = sub.add_parser(
+        "superset",
+        help="Superset: write the YAML assets, or add a site user / a read-only operator",
+        description="assets [--check] | add-site-user SITE USER | add-operator USER. The "
+        "password comes from GRIDLAKE_USER_PASSWORD or is generated into "
+        ".gridlake/<instance>/secrets/superset_users/USER.txt (never a command-line argument).",
+    )
+    s.add_argument("action", choices=["assets", "add-site-user", "add-operator"])
+    s.add_argument("site", nargs="?", help="site (add-site-user) or user name (add-operator)")
+    s.add_argument("user", nargs="?", help="user name (add-site-user)")
+    s.add_argument("--check", action="store_true", help="assets: only say whether current")
+    s.set_defaults(func=cmd_superset)
 
     s = sub.add_parser("publish", help="publish files (canonical JSON lines, or --format FMT)")
     s.add_argument("--topic", choices=sorted(v for v in TOPICS.values()),

@@ -1,13 +1,14 @@
 """Build (and optionally import) the Superset asset bundle of gridlake.
 
-    python superset/build_bundle.py --thrift-port 10100 --out bundle.zip [--schema gold]
+    python superset/build_bundle.py --thrift-port 10100 --out bundle.zip [--schema grid]
     python superset/build_bundle.py --thrift-port 10100 --out bundle.zip \\
         --import-url http://127.0.0.1:8188 --user admin      # password: $SUPERSET_ADMIN_PASSWORD
 
 The bundle is a ZIP with one top folder holding the YAML of superset/assets/ (metadata.yaml,
-databases/, datasets/<db>/, charts/, dashboards/), linked by fixed uuids. While building:
+databases/, datasets/<db>/, charts/, dashboards/), linked by fixed uuids; the YAML is generated
+from jobs/superset_assets.py by ``gridlake superset assets``. While building:
 - ``${GRIDLAKE_THRIFT_PORT}`` becomes the Thrift port of the instance (demo 10000, test 10100) and
-  ``${GRIDLAKE_GOLD_SCHEMA}`` the database holding the gold tables (``gold``);
+  ``${GRIDLAKE_SCHEMA}`` the database of the views the datasets read (``grid``);
 - every chart's ``query_context`` must be a JSON string; its ``form_data`` is set to the chart's
   params when the YAML leaves it out (that is what Superset's explore view saves);
 - references between the files are checked, so a broken uuid fails here and not in Superset.
@@ -36,7 +37,7 @@ import yaml
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 TOP_FOLDER = "gridlake_assets"
-DEFAULT_SCHEMA = "gold"
+DEFAULT_SCHEMA = "grid"
 PLACEHOLDER = re.compile(r"\$\{([A-Z_]+)\}")
 
 
@@ -60,7 +61,7 @@ def load_assets(
     """Read every YAML under assets_dir, placeholders filled in: {relative path: content}."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", schema):
         raise BundleError(f"not a database name: {schema!r}")
-    values = {"GRIDLAKE_THRIFT_PORT": str(int(thrift_port)), "GRIDLAKE_GOLD_SCHEMA": schema}
+    values = {"GRIDLAKE_THRIFT_PORT": str(int(thrift_port)), "GRIDLAKE_SCHEMA": schema}
     configs: dict[str, dict] = {}
     for path in sorted(assets_dir.rglob("*.yaml")):
         rel = path.relative_to(assets_dir).as_posix()
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--thrift-port", type=int, required=True, help="Spark Thrift Server port")
     parser.add_argument("--out", type=Path, required=True, help="bundle ZIP to write")
-    parser.add_argument("--schema", default=DEFAULT_SCHEMA, help="database of the gold tables")
+    parser.add_argument("--schema", default=DEFAULT_SCHEMA, help="database of the grid views")
     parser.add_argument("--assets", type=Path, default=ASSETS_DIR, help="folder of the YAML assets")
     parser.add_argument("--import-url", help="Superset base URL: import the bundle there")
     parser.add_argument("--user", default=os.environ.get("SUPERSET_ADMIN_USER", "admin"))

@@ -41,6 +41,16 @@ FEATURE_FLAGS = {
     "DRILL_BY": True,
     "ALERT_REPORTS": False,
     "THUMBNAILS": False,
+    # Row-level security in SQL Lab too: every table of a query that is a dataset with RLS rules
+    # for the user's roles is replaced by a filtered subquery (superset/utils/rls.py). Site roles
+    # hold per-dataset access only, so SQL Lab refuses any other table for them
+    # (superset/access.py); tests/test_superset_access.py checks both.
+    "RLS_IN_SQLLAB": True,
+}
+
+# Spark SQL functions that reach outside the data (Java reflection): refused in SQL Lab for all.
+DISALLOWED_SQL_FUNCTIONS = {
+    "hive": {"reflect", "java_method", "try_reflect"},
 }
 
 # SQL Lab runs queries synchronously: no Celery worker or results backend runs here.
@@ -102,4 +112,12 @@ def FLASK_APP_MUTATOR(app):
 
     HiveDialect.get_table_names = get_table_names
     HiveEngineSpec.get_view_names = classmethod(get_view_names)
+    # HiveEngineSpec inherits Presto's catalog support and reads the database of the URI
+    # (hive://host:port/grid) as the default *catalog*: SQL Lab then qualifies a table as
+    # grid.grid.<view>, finds no dataset of that name, and refuses every table to a role that holds
+    # per-dataset access only (site roles). Spark's one catalog is implicit here: no catalogs.
+    HiveEngineSpec.supports_catalog = False
+    HiveEngineSpec.supports_dynamic_catalog = False
+    HiveEngineSpec.supports_cross_catalog_queries = False
+    HiveEngineSpec.get_default_catalog = classmethod(lambda cls, database: None)
     return app

@@ -187,3 +187,29 @@ def gridlake_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[
     return subprocess.run(
         [str(exe), *args], capture_output=True, text=True, env=os.environ.copy(), timeout=timeout
     )
+
+
+@pytest.fixture(scope="session")
+def superset(gold_demo, thrift) -> Iterator[dict]:
+    """Superset of the instance (assets imported, roles synced), started here unless it already
+    runs, stopped at the end only if started here. Its Thrift Server serves the demo week."""
+    from .superset_helpers import read_login, superset_sh
+
+    settings = get_settings()
+    assert settings.instance != "demo", "the tests never run on the demo instance"
+    pid_file = settings.state / "run" / "superset.pid"
+    was_running = "running" in superset_sh("status").stdout
+    started = superset_sh("start", timeout=1500)
+    assert started.returncode == 0, started.stdout[-6000:]
+    pid = pid_file.read_text().strip()
+    user, password = read_login(settings.state / "secrets" / "superset_admin.txt")
+    yield {
+        "url": f"http://127.0.0.1:{settings.superset_port}",
+        "user": user,
+        "password": password,
+        "settings": settings,
+        "pid": pid,
+    }
+    if not was_running and pid_file.exists() and pid_file.read_text().strip() == pid:
+        stopped = superset_sh("stop", timeout=120)
+        assert stopped.returncode == 0, stopped.stdout

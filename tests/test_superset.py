@@ -1,44 +1,42 @@
-"""Superset over the gold layer: the dashboard in a real browser, chart data against an independent
-PyHive query, and an idempotent re-import of the asset bundle.
+"""Superset over the grid views: the six dashboards in a real browser, chart data against
+independent PyHive queries, the saved query contexts against what the dashboards ask for,
+idempotent re-import and a lossless export -> import round trip of the asset bundle.
 
-Superset lives in its own venv (infra/superset.sh), so it is driven through that script; these tests
-only talk to it over HTTP (Playwright and the REST API). The module fixture `superset` starts it for
-instance `test` (ports +100: Superset 8188, Thrift 10100) and stops it again only if it started it.
-Depends on conftest's `gold_demo` (the demo week through the pipeline: gold.site_efficiency_weekly
-has rows) and `thrift` (the Spark Thrift Server of the instance serves it).
+Superset lives in its own venv (infra/superset.sh), so these tests talk to it over HTTP only
+(Playwright and the REST API). The session fixture ``superset`` (conftest) starts it for the test
+instance with the demo week in the warehouse (``gold_demo``) behind its Thrift Server (``thrift``).
+Access control has its own module (test_superset_access.py).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import math
-import os
-import subprocess
+import re
 import time
 import zipfile
 from datetime import UTC, date, datetime
-from pathlib import Path
 
 import pytest
-import requests
+import yaml
 
-from gridlake.settings import get_settings
+from gridlake.superset_assets import (
+    ASSETS_DIR,
+    DASHBOARDS,
+    DATABASE_UUID,
+    DATASETS,
+    chart_params,
+    chart_query_context,
+    render_assets,
+)
+from gridlake.views import VIEW_DIR
 
-REPO = Path(__file__).resolve().parent.parent
-SUPERSET_SH = REPO / "infra" / "superset.sh"
-DASHBOARD_SLUG = "grid-operations"
-SCHEMA = os.environ.get("GRIDLAKE_SUPERSET_SCHEMA", "gold")
-TABLE = f"{SCHEMA}.site_efficiency_weekly"
-# Fixed uuids of superset/assets/charts/*.yaml
-CHART_UUIDS = {
-    "cpu_efficiency": "9d737ec0-9b15-5287-a87b-f355d54d89b4",
-    "core_hours": "a21683a4-5309-5d0d-9a1c-7902eb9498c5",
-    "site_vo_table": "dc4164e0-ee6d-5459-952e-621a62c5ba11",
-    "total_jobs": "e5e0e71c-d86d-5fb6-bb4d-f91f9f57177c",
-}
-DASHBOARD_UUID = "80abdfbf-bce2-551c-94c5-192f42b24b52"
-DATABASE_UUID = "7ca962d9-2f42-5a18-b5d0-6f71cbf50dc0"
+from .superset_helpers import REPO, SupersetAPI, superset_sh
+
+SCHEMA = "grid"
+CHARTS = {c.key: c for d in DASHBOARDS for c in d.charts}
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -52,96 +50,151 @@ CHROMIUM_ARGS = [
 ]
 
 
-def superset_sh(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["bash", str(SUPERSET_SH), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=timeout,
-        check=False,
+def load_build_bundle():
+    spec = importlib.util.spec_from_file_location(
+        "gridlake_build_bundle", REPO / "superset" / "build_bundle.py"
     )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def read_admin_login(path: Path) -> tuple[str, str]:
-    fields = dict(line.split(": ", 1) for line in path.read_text().splitlines() if ": " in line)
-    return fields["user"].strip(), fields["password"].strip()
+def close(a, b, rel: float = 1e-9) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=1e-9)
 
 
-class SupersetAPI:
-    """Minimal REST client: JWT for reads, plus session cookie and CSRF token for writes."""
-
-    def __init__(self, base_url: str, user: str, password: str):
-        self.base = base_url.rstrip("/")
-        self.http = requests.Session()
-        resp = self.http.post(
-            f"{self.base}/api/v1/security/login",
-            json={"username": user, "password": password, "provider": "db", "refresh": False},
-            timeout=60,
-        )
-        resp.raise_for_status()
-        self.http.headers["Authorization"] = f"Bearer {resp.json()['access_token']}"
-        csrf = self.get("/api/v1/security/csrf_token/")["result"]
-        self.http.headers.update({"X-CSRFToken": csrf, "Referer": self.base + "/"})
-
-    def get(self, path: str, **params) -> dict:
-        resp = self.http.get(self.base + path, params=params or None, timeout=180)
-        assert resp.status_code == 200, f"GET {path}: {resp.status_code} {resp.text[:2000]}"
-        return resp.json()
-
-    def put(self, path: str, body: dict) -> dict:
-        resp = self.http.put(self.base + path, json=body, timeout=60)
-        assert resp.status_code == 200, f"PUT {path}: {resp.status_code} {resp.text[:2000]}"
-        return resp.json()
-
-    def count(self, resource: str) -> int:
-        return self.get(f"/api/v1/{resource}/", q="(page_size:1)")["count"]
-
-    def find_by_uuid(self, resource: str, uuid: str) -> list[dict]:
-        """Objects of `resource` with this uuid (the list API filters on it; checked again here)."""
-        rows = self.get(
-            f"/api/v1/{resource}/",
-            q=f"(columns:!(id,uuid),filters:!((col:uuid,opr:eq,value:'{uuid}')),page_size:100)",
-        )["result"]
-        return [r for r in rows if str(r.get("uuid")) == uuid]
-
-    def chart_id(self, uuid: str) -> int:
-        rows = self.find_by_uuid("chart", uuid)
-        assert len(rows) == 1, f"chart {uuid}: {len(rows)} found"
-        return rows[0]["id"]
-
-    def chart_data(self, uuid: str) -> dict:
-        """GET /api/v1/chart/{id}/data/ (runs the saved query_context), bypassing the cache."""
-        result = self.get(f"/api/v1/chart/{self.chart_id(uuid)}/data/", force="true")["result"]
-        assert len(result) == 1, result
-        assert not result[0].get("error"), str(result[0]["error"])[:1000]
-        return result[0]
+def as_date(value) -> date:
+    """Superset returns temporal values as epoch milliseconds (UTC)."""
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value / 1000, tz=UTC).date()
+    if isinstance(value, datetime):
+        return value.date()
+    return date.fromisoformat(str(value)[:10])
 
 
-@pytest.fixture(scope="module")
-def superset(gold_demo, thrift):
-    """Superset of the test instance, started here unless it already runs; assets imported."""
-    settings = get_settings()
-    assert settings.instance != "demo", "the tests never run on the demo instance"
-    pid_file = settings.state / "run" / "superset.pid"
-    was_running = "running" in superset_sh("status").stdout
-    started = superset_sh("start", timeout=1500)
-    assert started.returncode == 0, started.stdout[-6000:]
-    pid = pid_file.read_text().strip()
-    user, password = read_admin_login(settings.state / "secrets" / "superset_admin.txt")
-    info = {
-        "url": f"http://127.0.0.1:{settings.superset_port}",
-        "user": user,
-        "password": password,
-        "settings": settings,
-        "pid": pid,
+def as_datetime(value) -> datetime:
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value / 1000, tz=UTC).replace(tzinfo=None)
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=None)
+    return datetime.fromisoformat(str(value)[:19])
+
+
+def label(item) -> str:
+    """Label of a metric or column in a query (a saved name, or an adhoc dict)."""
+    if isinstance(item, dict):
+        return item.get("label") or item.get("sqlExpression") or item.get("column_name")
+    return item
+
+
+# --- the assets and the bundle (no services) ------------------------------------------------------
+def test_assets_are_current():
+    wanted = render_assets()
+    files = {
+        p.relative_to(ASSETS_DIR).as_posix(): p.read_text() for p in ASSETS_DIR.rglob("*.yaml")
     }
-    yield info
-    if not was_running and pid_file.exists() and pid_file.read_text().strip() == pid:
-        stopped = superset_sh("stop", timeout=120)
-        assert stopped.returncode == 0, stopped.stdout
+    assert set(files) == set(wanted), "run `gridlake superset assets`"
+    stale = [n for n in wanted if files[n] != wanted[n]]
+    assert not stale, f"stale {stale}: run `gridlake superset assets`"
 
 
+def test_bundle_templates_port_and_links_assets(tmp_path):
+    bb = load_build_bundle()
+    out = bb.build_bundle(12345, tmp_path / "bundle.zip")
+    with zipfile.ZipFile(out) as zf:
+        names = zf.namelist()
+        assert {n.split("/", 1)[0] for n in names} == {bb.TOP_FOLDER}, names
+        files = {n.split("/", 1)[1]: zf.read(n).decode() for n in names}
+    assert "hive://gridlake@127.0.0.1:12345/grid" in files["databases/gridlake.yaml"]
+    assert "${" not in "".join(files.values())
+    configs = bb.load_assets(12345)
+    charts = {c["uuid"]: c for rel, c in configs.items() if rel.startswith("charts/")}
+    assert set(charts) == {c.uuid for c in CHARTS.values()}
+    dashboards = {d["slug"]: d for rel, d in configs.items() if rel.startswith("dashboards/")}
+    assert set(dashboards) == {d.slug for d in DASHBOARDS}
+    for dash in DASHBOARDS:
+        layout = dashboards[dash.slug]["position"].values()
+        in_layout = {
+            n["meta"]["uuid"] for n in layout if isinstance(n, dict) and n["type"] == "CHART"
+        }
+        assert in_layout == {c.uuid for c in dash.charts}, dash.slug
+    assert len(DASHBOARDS) == 6 and len(CHARTS) >= 30
+
+
+def test_datasets_read_gold_grid_views_only():
+    """Dashboards never scan silver (or a physical table): each dataset is a gold table's grid view,
+    or SQL over such views only."""
+    gold_views = {p.stem for p in VIEW_DIR.glob("*.sql") if "FROM gold." in p.read_text()}
+    for ds in DATASETS:
+        if ds.table is not None:
+            assert ds.table.database == "gold" and ds.name in gold_views, ds.name
+        else:
+            refs = set(re.findall(r"\b(?:FROM|JOIN)\s+([\w.]+)", ds.sql or "", re.I))
+            assert refs and all(r.startswith("grid.") and r[5:] in gold_views for r in refs), refs
+    configs = load_build_bundle().load_assets(10000)
+    for rel, cfg in configs.items():
+        if rel.startswith("datasets/"):
+            assert cfg["schema"] == SCHEMA and cfg["database_uuid"] == DATABASE_UUID, rel
+
+
+def test_charts_carry_a_query_context_consistent_with_their_params():
+    for chart in CHARTS.values():
+        params, qc = chart_params(chart), chart_query_context(chart)
+        (query,) = qc["queries"]
+        assert qc["form_data"] == params
+        assert params["viz_type"] == chart.viz_type
+        want_metrics = params.get("metrics") or ([params["metric"]] if "metric" in params else [])
+        assert [label(m) for m in query["metrics"]] == want_metrics, chart.key
+        cols = [label(c) for c in query["columns"]]
+        if chart.kind == "raw_table":
+            assert cols == params["all_columns"]
+        elif chart.kind in ("line", "bar", "heatmap"):
+            groupby = (
+                params["groupby"] if isinstance(params["groupby"], list) else [params["groupby"]]
+            )
+            assert cols == [params["x_axis"], *groupby], chart.key
+        elif chart.kind in ("table", "pie"):
+            assert cols == params["groupby"]
+        else:
+            assert cols == []
+
+
+def test_week_filters_open_on_the_latest_week_and_spare_the_trends():
+    for dash in DASHBOARDS:
+        for f in dash.filters:
+            if f.column == "week":
+                assert not f.multi and f.default_first and not f.ascending, dash.slug
+    ops = next(d for d in DASHBOARDS if d.slug == "grid-operations")
+    week = next(f for f in ops.filters if f.key == "week")
+    trends = {c.key for c in ops.charts if c.x == "week"}
+    assert trends and trends <= set(week.exclude)
+    drill = next(d for d in DASHBOARDS if d.slug == "site-drilldown")
+    assert {f.column for f in drill.filters} == {"site", "vo", "week"}
+
+
+def test_bundle_rejects_broken_reference(tmp_path):
+    bb = load_build_bundle()
+    assets = tmp_path / "assets"
+    for path in bb.ASSETS_DIR.rglob("*.yaml"):
+        target = assets / path.relative_to(bb.ASSETS_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text())
+    chart = assets / "charts" / "total_jobs.yaml"
+    text = chart.read_text()
+    assert "dataset_uuid: 6bc7848b-5fcc-59ec-b133-0a26c7c00266" in text
+    chart.write_text(
+        text.replace(
+            "dataset_uuid: 6bc7848b-5fcc-59ec-b133-0a26c7c00266",
+            "dataset_uuid: 00000000-0000-0000-0000-000000000000",
+        )
+    )
+    with pytest.raises(bb.BundleError, match="dataset_uuid"):
+        bb.build_bundle(10000, tmp_path / "bundle.zip", assets)
+
+
+# --- fixtures over the running Superset -----------------------------------------------------
 @pytest.fixture(scope="module")
 def api(superset) -> SupersetAPI:
     return SupersetAPI(superset["url"], superset["user"], superset["password"])
@@ -169,281 +222,375 @@ def hive_rows(superset):
     conn.close()
 
 
-def close(a, b, rel: float = 1e-9) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=1e-9)
-
-
-def as_date(value) -> date:
-    """Superset returns temporal values as epoch milliseconds (UTC)."""
-    if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value / 1000, tz=UTC).date()
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value)[:10])
-
-
-def load_build_bundle():
-    spec = importlib.util.spec_from_file_location(
-        "gridlake_build_bundle", REPO / "superset" / "build_bundle.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-# --- the bundle (no services needed) -------------------------------------------------------------
-def test_bundle_templates_port_and_links_assets(tmp_path):
-    bb = load_build_bundle()
-    out = bb.build_bundle(12345, tmp_path / "bundle.zip")
-    with zipfile.ZipFile(out) as zf:
-        names = zf.namelist()
-        assert {n.split("/", 1)[0] for n in names} == {bb.TOP_FOLDER}, names
-        files = {n.split("/", 1)[1]: zf.read(n).decode() for n in names}
-    assert "hive://gridlake@127.0.0.1:12345/gold" in files["databases/gridlake.yaml"]
-    assert "${" not in "".join(files.values())
-    charts = bb.load_assets(12345)
-    chart_files = [c for rel, c in charts.items() if rel.startswith("charts/")]
-    assert {c["uuid"] for c in chart_files} == set(CHART_UUIDS.values())
-    for chart in chart_files:
-        query_context = json.loads(chart["query_context"])
-        assert query_context["queries"]
-        assert query_context["form_data"]["viz_type"] == chart["viz_type"]
-    (dashboard,) = [c for rel, c in charts.items() if rel.startswith("dashboards/")]
-    assert dashboard["slug"] == DASHBOARD_SLUG and dashboard["uuid"] == DASHBOARD_UUID
-    in_layout = {
-        n["meta"]["uuid"]
-        for n in dashboard["position"].values()
-        if isinstance(n, dict) and n.get("type") == "CHART"
-    }
-    assert in_layout == set(CHART_UUIDS.values())
-
-
-def test_bundle_rejects_broken_reference(tmp_path):
-    bb = load_build_bundle()
-    assets = tmp_path / "assets"
-    for path in bb.ASSETS_DIR.rglob("*.yaml"):
-        target = assets / path.relative_to(bb.ASSETS_DIR)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(path.read_text())
-    chart = assets / "charts" / "total_jobs.yaml"
-    chart.write_text(
-        chart.read_text().replace(
-            "dataset_uuid: 6bc7848b-5fcc-59ec-b133-0a26c7c00266",
-            "dataset_uuid: 00000000-0000-0000-0000-000000000000",
-        )
-    )
-    with pytest.raises(bb.BundleError, match="dataset_uuid"):
-        bb.build_bundle(10000, tmp_path / "bundle.zip", assets)
-
-
-# --- (a) the dashboard in a real browser ---------------------------------------------------------
-CHARTS_SETTLED_JS = """(want) => {
-  const charts = [...document.querySelectorAll('[data-test="chart-grid-component"]')];
-  if (charts.length < want) return false;
-  return charts.every(c => {
-    if (c.querySelector('.ant-alert-error, .alert-danger')) return true;
-    const body = c.querySelector('[data-test="slice-container"]');
-    if (!body || body.querySelector('[data-test="loading-indicator"]')) return false;
-    return !!body.querySelector('canvas, svg, table tbody tr, .header-line');
-  });
-}"""
-
+# --- (a) every dashboard in a real browser -----------------------------------------------------
 CHART_STATES_JS = """() => {
   const charts = [...document.querySelectorAll('[data-test="chart-grid-component"]')];
   return charts.map(c => {
-  const body = c.querySelector('[data-test="slice-container"]');
-  return {
-    name: c.getAttribute('data-test-chart-name'),
-    viz: c.getAttribute('data-test-viz-type'),
-    error: ((c.querySelector('.ant-alert-error, .alert-danger') || {}).innerText || '')
-      .slice(0, 300) || null,
-    canvas: body ? body.querySelectorAll('canvas').length : 0,
-    svg: body ? body.querySelectorAll('svg').length : 0,
-    rows: body ? body.querySelectorAll('table tbody tr').length : 0,
-    text: body ? body.innerText.slice(0, 200) : '',
-  };
+    const body = c.querySelector('[data-test="slice-container"]');
+    const text = body ? body.innerText : '';
+    return {
+      name: c.getAttribute('data-test-chart-name'),
+      viz: c.getAttribute('data-test-viz-type'),
+      loading: !body || !!body.querySelector('[data-test="loading-indicator"]'),
+      error: ((c.querySelector('.ant-alert-error, .alert-danger') || {}).innerText || '')
+        .slice(0, 300) || null,
+      noResults: /No results/i.test(text),
+      canvas: body ? body.querySelectorAll('canvas').length : 0,
+      rows: body ? body.querySelectorAll('table tbody tr').length : 0,
+      number: body ? !!body.querySelector('.header-line') : false,
+      text: text.slice(0, 200),
+    };
   });
 }"""
+
+
+def settled(state: dict) -> bool:
+    if state["error"] or state["noResults"]:
+        return True
+    return not state["loading"] and (state["canvas"] or state["rows"] or state["number"])
 
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_dashboard_renders_in_browser(superset):
+def test_dashboards_render_in_browser(superset, api):
+    """Log in with headless Chromium, open every dashboard, wait for all its charts, assert none
+    shows an error or "No results", save a screenshot per dashboard; and check that each chart's
+    saved query context asks for the metrics and columns the dashboard itself asks for."""
     from playwright.sync_api import sync_playwright
 
-    shots = superset["settings"].state / "screenshots"  # $GRIDLAKE_HOME/test/screenshots
+    shots = superset["settings"].state / "screenshots"  # .gridlake/<instance>/screenshots
     shots.mkdir(parents=True, exist_ok=True)
-    shot = shots / "grid_operations.png"
-    shot.unlink(missing_ok=True)
     base = superset["url"]
-    chart_responses: list[tuple[int, str]] = []
-    console_errors: list[str] = []
+    responses: list[tuple[int, str]] = []
+    requests_seen: list[dict] = []
+    report = {}
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1100})
+            page = browser.new_page(viewport={"width": 1600, "height": 1200})
             page.on(
                 "response",
-                lambda r: (
-                    chart_responses.append((r.status, r.url))
-                    if "/api/v1/chart/data" in r.url
-                    else None
-                ),
-            )
+                lambda r: responses.append((r.status, r.url)) if "/api/v1/chart/data" in r.url
+                else None,
+            )  # fmt: skip
             page.on(
-                "console", lambda m: console_errors.append(m.text) if m.type == "error" else None
-            )
+                "request",
+                lambda r: requests_seen.append(json.loads(r.post_data))
+                if "/api/v1/chart/data" in r.url and r.method == "POST" and r.post_data
+                else None,
+            )  # fmt: skip
             page.goto(f"{base}/login/", wait_until="domcontentloaded")
             page.fill('[data-test="username-input"]', superset["user"])
             page.fill('[data-test="password-input"]', superset["password"])
             page.click('[data-test="login-button"]')
-            page.wait_for_url("**/superset/welcome/**", timeout=60_000)
+            # "commit": the welcome page keeps loading side panels long after the login worked
+            page.wait_for_url("**/superset/welcome/**", timeout=180_000, wait_until="commit")
 
-            started = time.monotonic()
-            page.goto(f"{base}/superset/dashboard/{DASHBOARD_SLUG}/", wait_until="domcontentloaded")
-            page.wait_for_selector('[data-test="dashboard-header-container"]', timeout=60_000)
-            assert "Grid operations" in page.inner_text('[data-test="dashboard-header-container"]')
-            page.wait_for_function(
-                CHARTS_SETTLED_JS, arg=len(CHART_UUIDS), timeout=180_000, polling=500
-            )
-            seconds = time.monotonic() - started
-            page.wait_for_timeout(1500)  # let the ECharts animations finish for the screenshot
-            states = page.evaluate(CHART_STATES_JS)
-            page.screenshot(path=str(shot), full_page=True)
+            for dash in DASHBOARDS:
+                shot = shots / f"{dash.slug}.png"
+                shot.unlink(missing_ok=True)
+                started = time.monotonic()
+                page.goto(f"{base}/superset/dashboard/{dash.slug}/", wait_until="domcontentloaded")
+                page.wait_for_selector('[data-test="dashboard-header-container"]', timeout=120_000)
+                header = page.inner_text('[data-test="dashboard-header-container"]')
+                assert dash.title in header, header
+                deadline = time.monotonic() + 300
+                while True:
+                    states = page.evaluate(CHART_STATES_JS)
+                    if len(states) >= len(dash.charts) and all(settled(s) for s in states):
+                        break
+                    assert time.monotonic() < deadline, f"{dash.slug}: charts not settled {states}"
+                    page.wait_for_timeout(500)
+                seconds = time.monotonic() - started
+                page.wait_for_timeout(1500)  # let the ECharts animations finish
+                states = page.evaluate(CHART_STATES_JS)
+                page.screenshot(path=str(shot), full_page=True)
+                report[dash.slug] = (seconds, states, shot)
         finally:
             browser.close()
 
-    print(f"dashboard rendered in {seconds:.1f}s: {states}")
-    assert len(states) == len(CHART_UUIDS), states
-    errors = [s for s in states if s["error"]]
-    assert not errors, f"charts in error state: {errors}"
-    for state in states:
-        if state["viz"].startswith("echarts_"):
-            assert state["canvas"] >= 1, f"no ECharts canvas: {state}"
-        elif state["viz"] == "table":
-            assert state["rows"] >= 1, f"empty table: {state}"
-        elif state["viz"] == "big_number_total":
-            assert any(ch.isdigit() for ch in state["text"]), f"no number: {state}"
-        else:
-            pytest.fail(f"unexpected chart type: {state}")
-    assert chart_responses, "the browser made no chart data request"
-    bad = [(status, url) for status, url in chart_responses if status != 200]
-    assert not bad, f"chart data requests failed: {bad}"
-    assert shot.stat().st_size > 20_000, "screenshot missing or blank"
+    for slug, (seconds, states, shot) in report.items():
+        dash = next(d for d in DASHBOARDS if d.slug == slug)
+        print(f"{slug}: {len(states)} charts in {seconds:.1f}s -> {shot}")
+        assert len(states) == len(dash.charts), (slug, states)
+        assert {s["name"] for s in states} == {c.title for c in dash.charts}, slug
+        bad = [s for s in states if s["error"] or s["noResults"]]
+        assert not bad, f"{slug}: charts with an error or no results: {bad}"
+        for s in states:
+            if s["viz"] == "big_number_total":
+                assert s["number"] and any(ch.isdigit() for ch in s["text"]), (slug, s)
+            elif s["viz"] == "table":
+                assert s["rows"] >= 1, (slug, s)
+            else:
+                assert s["canvas"] >= 1, (slug, s)
+        assert shot.stat().st_size > 30_000, f"{shot}: screenshot missing or blank"
+    failed = [(status, url) for status, url in responses if status != 200]
+    assert responses and not failed, f"chart data requests failed: {failed}"
+
+    # The saved query context asks for what the dashboard renders (metrics and columns).
+    by_id = {}
+    for body in requests_seen:
+        slice_id = body.get("form_data", {}).get("slice_id")
+        if slice_id:
+            by_id[slice_id] = body["queries"][0]
+    checked = 0
+    for chart in CHARTS.values():
+        query = by_id.get(api.chart_id(chart.uuid))
+        assert query is not None, f"{chart.key}: the dashboard did not query it"
+        (saved,) = chart_query_context(chart)["queries"]
+        assert {label(m) for m in query.get("metrics") or []} == {
+            label(m) for m in saved["metrics"]
+        }, chart.key
+        assert {label(c) for c in query.get("columns") or []} == {
+            label(c) for c in saved["columns"]
+        }, (
+            chart.key,
+            query["columns"],
+            saved["columns"],
+        )
+        checked += 1
+    assert checked == len(CHARTS)
 
 
-# --- (b) chart data through the REST API equals an independent PyHive query --------------------
+# --- (b) chart data through the REST API ----------------------------------------------------------
+@pytest.mark.integration
+@pytest.mark.slow
+def test_every_chart_returns_data_through_the_api(api):
+    """GET /api/v1/chart/{id}/data/ runs each chart's saved query context (what thumbnails,
+    alerts and reports use): no error and rows on the demo week."""
+    empty = []
+    for chart in CHARTS.values():
+        result = api.chart_data(chart.uuid)
+        if not result["data"]:
+            empty.append(chart.key)
+    assert not empty, f"charts without data on the demo week: {empty}"
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 def test_chart_data_matches_pyhive(api, hive_rows):
-    # Big number: total jobs
-    total = hive_rows(f"SELECT SUM(jobs) AS jobs, COUNT(*) AS n FROM {TABLE}")[0]
-    assert total["n"] > 0, f"{TABLE} is empty"
-    big = api.chart_data(CHART_UUIDS["total_jobs"])
-    assert big["data"] == [{"jobs": total["jobs"]}], big["data"]
+    t = f"{SCHEMA}.site_efficiency_weekly"
+    total = hive_rows(f"SELECT SUM(jobs) AS jobs, COUNT(*) AS n FROM {t}")[0]
+    assert total["n"] > 0, f"{t} is empty"
+    assert api.chart_data(CHARTS["total_jobs"].uuid)["data"] == [{"jobs": total["jobs"]}]
 
-    # Bar chart: core-hours and wasted core-hours per site
     want = {
         r["site"]: r
         for r in hive_rows(
-            f"SELECT site, SUM(core_hours) AS core_hours, SUM(wasted_core_hours) AS wasted "
-            f"FROM {TABLE} GROUP BY site"
+            f"SELECT site, SUM(core_hours) AS core_hours, SUM(wasted_core_hours) AS wasted, "
+            f"SUM(cpu_hours) / SUM(core_hours) AS eff FROM {t} GROUP BY site"
         )
     }
-    bar = api.chart_data(CHART_UUIDS["core_hours"])
-    got = {r["site"]: r for r in bar["data"]}
-    assert set(got) == set(want)
-    for site, row in want.items():
-        assert close(got[site]["core_hours"], row["core_hours"]), (site, got[site], row)
-        assert close(got[site]["wasted_core_hours"], row["wasted"]), (site, got[site], row)
-    hours = [r["core_hours"] for r in bar["data"]]
-    assert hours == sorted(hours, reverse=True), "bars are not sorted by core-hours"
+    bar = api.chart_data(CHARTS["core_hours_vs_wasted_by_site"].uuid)["data"]
+    assert {r["site"] for r in bar} == set(want)
+    for r in bar:
+        assert close(r["core_hours"], want[r["site"]]["core_hours"])
+        assert close(r["wasted_core_hours"], want[r["site"]]["wasted"])
+    assert [r["core_hours"] for r in bar] == sorted((r["core_hours"] for r in bar), reverse=True)
+    eff = api.chart_data(CHARTS["cpu_efficiency_by_site"].uuid)["data"]
+    assert {r["site"]: r["cpu_efficiency"] for r in eff} == pytest.approx(
+        {s: w["eff"] for s, w in want.items()}, rel=1e-9
+    )
+    assert [r["cpu_efficiency"] for r in eff] == sorted(r["cpu_efficiency"] for r in eff)
 
-    # Line chart: weekly CPU efficiency per site, weeks truncated to Mondays by the P1W grain
+    # weekly trend: weeks truncated to Mondays by the P1W grain
     want = {
-        (as_date(r["week"]), r["site"]): r["eff"]
+        (as_date(r["week"]), r["vo"]): r["eff"]
         for r in hive_rows(
-            f"SELECT week, site, SUM(cpu_hours) / NULLIF(SUM(core_hours), 0) AS eff "
-            f"FROM {TABLE} GROUP BY week, site"
+            f"SELECT week, vo, SUM(cpu_hours) / SUM(core_hours) AS eff FROM {t} GROUP BY week, vo"
         )
     }
-    line = api.chart_data(CHART_UUIDS["cpu_efficiency"])
-    got = {(as_date(r["week"]), r["site"]): r["cpu_efficiency"] for r in line["data"]}
-    assert set(got) == set(want)
-    assert all(week.isoweekday() == 1 for week, _ in got), "weekly grain gave non-Mondays"
-    for key, eff in want.items():
-        assert close(got[key], eff), (key, got[key], eff)
+    trend = api.chart_data(CHARTS["efficiency_trend_by_vo"].uuid)["data"]
+    got = {(as_date(r["week"]), r["vo"]): r["cpu_efficiency"] for r in trend}
+    assert got == pytest.approx(want, rel=1e-9)
+    assert all(week.isoweekday() == 1 for week, _ in got)
 
-    # Table: totals and ratios per site and VO
+    # cost matrix heat map: one cell per source and destination
     want = {
-        (r["site"], r["vo"]): r
+        (r["src_site"], r["dst_site"]): r["cost"]
         for r in hive_rows(
-            f"SELECT site, vo, SUM(jobs) AS jobs, SUM(failed_jobs) AS failed_jobs, "
-            f"SUM(core_hours) AS core_hours, SUM(wasted_core_hours) AS wasted_core_hours, "
-            f"SUM(cpu_hours) / NULLIF(SUM(core_hours), 0) AS cpu_efficiency, "
-            f"SUM(failed_jobs) / NULLIF(SUM(jobs), 0) AS failure_rate "
-            f"FROM {TABLE} GROUP BY site, vo"
+            "SELECT src_site, dst_site, AVG(cost_seconds_per_gb) AS cost "
+            "FROM grid.network_cost_matrix GROUP BY src_site, dst_site"
         )
     }
-    table = api.chart_data(CHART_UUIDS["site_vo_table"])
-    got = {(r["site"], r["vo"]): r for r in table["data"]}
-    assert set(got) == set(want)
-    for key, row in want.items():
-        for col in ("jobs", "failed_jobs"):
-            assert got[key][col] == row[col], (key, col, got[key], row)
-        for col in ("core_hours", "wasted_core_hours", "cpu_efficiency", "failure_rate"):
-            assert close(got[key][col], row[col]), (key, col, got[key], row)
-    assert sum(r["jobs"] for r in table["data"]) == total["jobs"]
+    cells = api.chart_data(CHARTS["cost_matrix_heatmap"].uuid)["data"]
+    assert {(r["src_site"], r["dst_site"]): r["cost_s_per_gb"] for r in cells} == pytest.approx(
+        want, rel=1e-9
+    )
+
+    # link status timeline: congested share per link and hour, the 10 most congested links
+    rows = hive_rows(
+        "SELECT concat(src_site, ' > ', dst_site) AS link, hour, "
+        "SUM(congested_intervals) / SUM(intervals) AS share "
+        "FROM grid.network_link_hourly GROUP BY 1, 2"
+    )
+    timeline = api.chart_data(CHARTS["link_congestion_timeline"].uuid)["data"]
+    got = {(r["link"], as_datetime(r["hour"])): r["congested_share"] for r in timeline}
+    links = {link for link, _ in got}
+    assert len(links) == min(10, len({r["link"] for r in rows}))
+    want = {(r["link"], as_datetime(r["hour"])): r["share"] for r in rows if r["link"] in links}
+    assert got == pytest.approx(want, rel=1e-9)
+    worst = max(rows, key=lambda r: r["share"])["link"]
+    assert worst in links  # the congested link is among the series shown
+
+    # failure probability curves
+    want = {
+        (r["job_type"], r["bin_index"]): r["p"]
+        for r in hive_rows(
+            "SELECT job_type, bin_index, SUM(failures) / SUM(attempts) AS p "
+            "FROM grid.failure_vs_duration WHERE failure_mode = 'ALL' GROUP BY 1, 2"
+        )
+    }
+    curves = api.chart_data(CHARTS["failure_probability_curves"].uuid)["data"]
+    got = {(r["job_type"], int(r["duration"][:2])): r["failure_probability"] for r in curves}
+    assert got == pytest.approx(want, rel=1e-9)
 
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_sql_lab_lists_the_gold_tables(api):
+def test_sql_lab_lists_the_grid_views(api):
     """Spark answers SHOW TABLES with (namespace, tableName, isTemporary): the config's
-    FLASK_APP_MUTATOR makes Superset list table names, not the database name."""
+    FLASK_APP_MUTATOR makes Superset list view names, not the database name."""
     (db,) = api.find_by_uuid("database", DATABASE_UUID)
     tables = api.get(f"/api/v1/database/{db['id']}/tables/", q=f"(schema_name:{SCHEMA},force:!t)")
     names = {t["value"] for t in tables["result"]}
-    assert "site_efficiency_weekly" in names, names
+    assert {"site_efficiency_weekly", "network_link_hourly"} <= names, names
     assert SCHEMA not in names, names
 
 
-# --- (c) re-import overwrites in place ---------------------------------------------------------
+# --- (c) re-import overwrites in place; export -> import is lossless -------------------------
 @pytest.mark.integration
 @pytest.mark.slow
 def test_reimport_is_idempotent(superset, api):
     resources = ("database", "dataset", "chart", "dashboard")
     before = {r: api.count(r) for r in resources}
-    ids = {name: api.chart_id(uuid) for name, uuid in CHART_UUIDS.items()}
+    ids = {key: api.chart_id(c.uuid) for key, c in CHARTS.items()}
 
-    # The database points at this instance's Thrift Server.
     (db,) = api.find_by_uuid("database", DATABASE_UUID)
     uri = api.get(f"/api/v1/database/{db['id']}/connection")["result"]["sqlalchemy_uri"]
     port = superset["settings"].thrift_port
     assert uri == f"hive://gridlake@127.0.0.1:{port}/{SCHEMA}", uri
 
-    # Tamper with a chart and the dashboard: the import must put them back.
+    # Tamper with a chart and a dashboard: the import must put them back.
     chart_id = ids["total_jobs"]
     original = api.get(f"/api/v1/chart/{chart_id}")["result"]["slice_name"]
     api.put(f"/api/v1/chart/{chart_id}", {"slice_name": "tampered"})
-    (dash,) = api.find_by_uuid("dashboard", DASHBOARD_UUID)
-    api.put(f"/api/v1/dashboard/{dash['id']}", {"dashboard_title": "tampered"})
+    dash = DASHBOARDS[0]
+    (row,) = api.find_by_uuid("dashboard", dash.uuid)
+    api.put(f"/api/v1/dashboard/{row['id']}", {"dashboard_title": "tampered"})
     assert api.get(f"/api/v1/chart/{chart_id}")["result"]["slice_name"] == "tampered"
 
-    result = superset_sh("import", timeout=300)
+    result = superset_sh("import", timeout=600)
     assert result.returncode == 0, result.stdout[-4000:]
 
-    after = {r: api.count(r) for r in resources}
-    assert after == before, f"object counts changed on re-import: {before} -> {after}"
-    assert {name: api.chart_id(uuid) for name, uuid in CHART_UUIDS.items()} == ids
+    assert {r: api.count(r) for r in resources} == before
+    assert {key: api.chart_id(c.uuid) for key, c in CHARTS.items()} == ids
     assert api.get(f"/api/v1/chart/{chart_id}")["result"]["slice_name"] == original
-    dashboard = api.get(f"/api/v1/dashboard/{DASHBOARD_SLUG}")["result"]
-    assert dashboard["dashboard_title"] == "Grid operations"
-    assert dashboard["id"] == dash["id"]
-    charts = api.get(f"/api/v1/dashboard/{DASHBOARD_SLUG}/charts")["result"]
-    assert sorted(c["id"] for c in charts) == sorted(ids.values())
+    dashboard = api.get(f"/api/v1/dashboard/{dash.slug}")["result"]
+    assert dashboard["dashboard_title"] == dash.title and dashboard["id"] == row["id"]
+    charts = api.get(f"/api/v1/dashboard/{dash.slug}/charts")["result"]
+    assert sorted(c["id"] for c in charts) == sorted(ids[c.key] for c in dash.charts)
+
+
+def _by_uuid(files: dict[str, str]) -> dict[str, tuple[str, dict]]:
+    out = {}
+    for name, text in files.items():
+        if name == "metadata.yaml":
+            continue
+        cfg = yaml.safe_load(text)
+        out[str(cfg["uuid"])] = (name.split("/", 1)[0], cfg)
+    return out
+
+
+def _normalise(kind: str, cfg: dict, chart_uuid_by_id: dict[int, str]) -> dict:
+    """Drop what names this instance's numeric ids (they differ between instances by design)."""
+    cfg = copy.deepcopy(cfg)
+    if kind == "charts":
+        cfg["params"].pop("datasource", None)
+        qc = json.loads(cfg["query_context"])
+        qc.pop("datasource", None)
+        qc.get("form_data", {}).pop("datasource", None)
+        cfg["query_context"] = qc
+    if kind == "dashboards":
+        for node in cfg["position"].values():
+            if isinstance(node, dict) and node.get("type") == "CHART":
+                node["meta"].pop("chartId", None)
+        for flt in cfg["metadata"].get("native_filter_configuration", []):
+            excluded = flt.get("scope", {}).get("excluded", [])
+            flt["scope"]["excluded"] = sorted(chart_uuid_by_id[i] for i in excluded)
+    return cfg
+
+
+def _subset_diffs(ours, theirs, path: str = "") -> list[str]:
+    """Where `theirs` lacks or changes something `ours` states (extra keys in theirs are fine)."""
+    if isinstance(ours, dict):
+        if not isinstance(theirs, dict):
+            return [f"{path}: {theirs!r} is not a mapping"]
+        return [d for k, v in ours.items() for d in _subset_diffs(v, theirs.get(k), f"{path}.{k}")]
+    if isinstance(ours, list):
+        if not isinstance(theirs, list) or len(ours) != len(theirs):
+            return [f"{path}: {ours!r} != {theirs!r}"]
+        for key in ("metric_name", "column_name"):  # exported in another order
+            if ours and all(isinstance(x, dict) and key in x for x in ours + theirs):
+                theirs_by = {x[key]: x for x in theirs}
+                pairs = [(x, theirs_by.get(x[key]), f"{path}[{x[key]}]") for x in ours]
+                return [d for x, y, where in pairs for d in _subset_diffs(x, y, where)]
+        return [d for i, (a, b) in enumerate(zip(ours, theirs, strict=True))
+                for d in _subset_diffs(a, b, f"{path}[{i}]")]  # fmt: skip
+    empty = (None, "", {}, "{}")  # an empty JSON object may come back as null
+    if ours != theirs and not (ours in empty and theirs in empty):
+        return [f"{path}: {ours!r} != {theirs!r}"]
+    return []
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_export_import_round_trip_is_lossless(superset, api):
+    """Export the assets, import the export back, export again: the two exports are the same
+    file for file, and every field of the source YAML survived (ids aside)."""
+    first = api.export_assets()
+    result = api.import_assets(first)
+    assert result == {"message": "OK"}, result
+    second = api.export_assets()
+    first.pop("metadata.yaml"), second.pop("metadata.yaml")  # export timestamps only
+    assert set(first) == set(second)
+    changed = [n for n in first if first[n] != second[n]]
+    assert not changed, f"export -> import -> export changed {changed}"
+
+    # the source bundle (as built for this instance) is contained in the export
+    bb = load_build_bundle()
+    source = bb.load_assets(superset["settings"].thrift_port)
+    exported = _by_uuid(first)
+    ids = {}
+    for kind, cfg in exported.values():
+        if kind == "dashboards":
+            for node in cfg["position"].values():
+                if isinstance(node, dict) and node.get("type") == "CHART":
+                    ids[node["meta"]["chartId"]] = node["meta"]["uuid"]
+    ours_by_uuid = {str(cfg["uuid"]): (rel.split("/", 1)[0], cfg) for rel, cfg in source.items()
+                    if rel != "metadata.yaml"}  # fmt: skip
+    assert set(ours_by_uuid) <= set(exported), set(ours_by_uuid) - set(exported)
+    for uid, (kind, ours) in ours_by_uuid.items():
+        theirs = _normalise(kind, exported[uid][1], ids)
+        ours = _normalise(kind, ours, {i: i for i in range(1000)})
+        if kind == "dashboards":
+            # our filter scopes name layout positions (1, 2, ...): map them to chart uuids
+            pos = {n["meta"]["chartId"]: n["meta"]["uuid"] for n in source_positions(source, uid)}
+            for flt in ours["metadata"].get("native_filter_configuration", []):
+                flt["scope"]["excluded"] = sorted(pos[i] for i in flt["scope"]["excluded"])
+                for target in flt["targets"]:
+                    target.pop("datasetUuid")
+            for flt in theirs["metadata"].get("native_filter_configuration", []):
+                for target in flt["targets"]:
+                    target.pop("datasetId", None)
+        if kind == "databases":
+            ours["extra"].pop("schemas_allowed_for_file_upload", None)
+            ours.pop("allow_file_upload", None)
+        diffs = _subset_diffs(ours, theirs)
+        assert not diffs, f"{kind} {uid} lost on export: {diffs[:10]}"
+
+
+def source_positions(source: dict, uid: str) -> list[dict]:
+    (cfg,) = [c for rel, c in source.items() if rel.startswith("dashboards/") and c["uuid"] == uid]
+    return [n for n in cfg["position"].values() if isinstance(n, dict) and n.get("type") == "CHART"]

@@ -16,6 +16,7 @@ re-scores all of history. Groups and what they read:
 - ``cost``: silver.jobs + gold.cpu_speed_factors, site_speed_anomalies, workflow_io_profile,
   network_cost_matrix (+ gold.cost_prices) -> site_workflow_cost, placement_advice; runs after
   the groups it reads
+- ``serving``: gold.network_link_status -> network_link_hourly (pre-aggregate for dashboards)
 
 Rule tables are operator-editable: the highest ``rule_version`` of a rule applies, so an
 operator's new version takes effect on the next run. Shipped rule versions the table lacks are
@@ -43,6 +44,7 @@ GROUPS = (
     "network",
     "site_efficiency_monthly",
     "cost",
+    "serving",
 )
 
 
@@ -61,6 +63,8 @@ def _group_tables(group: str) -> tuple[Table, ...]:
         from gridlake.gold.site_efficiency_monthly import TABLES
     elif group == "cost":
         from gridlake.gold.cost import TABLES
+    elif group == "serving":
+        from gridlake.gold.serving import TABLES
     else:
         raise ValueError(f"unknown gold group {group!r}; one of {GROUPS}")
     return TABLES
@@ -121,6 +125,10 @@ def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, Da
         return network.compute(
             _read(spark, SILVER_NETWORK, settings), model=_saved_network_model(settings)
         )
+    if group == "serving":
+        from gridlake.gold import network, serving
+
+        return serving.compute(_read(spark, network.GOLD_NETWORK_LINK_STATUS, settings))
     jobs = _read(spark, SILVER_JOBS, settings)
     if group == "site_efficiency_monthly":
         from gridlake.gold import site_efficiency_monthly

@@ -1,0 +1,148 @@
+"""Talking to the Superset of the test instance over HTTP (REST API), for the Superset test modules.
+
+Superset lives in its own venv (infra/superset.sh); tests never import it, they log in like a user.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import requests
+
+REPO = Path(__file__).resolve().parent.parent
+SUPERSET_SH = REPO / "infra" / "superset.sh"
+
+
+def superset_sh(*args: str, timeout: float = 900, env: dict | None = None):
+    return subprocess.run(
+        ["bash", str(SUPERSET_SH), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
+    )
+
+
+def read_login(path: Path) -> tuple[str, str]:
+    fields = dict(line.split(": ", 1) for line in path.read_text().splitlines() if ": " in line)
+    return fields["user"].strip(), fields["password"].strip()
+
+
+class SupersetAPI:
+    """Minimal REST client: JWT for reads, plus session cookie and CSRF token for writes."""
+
+    def __init__(self, base_url: str, user: str, password: str):
+        self.base = base_url.rstrip("/")
+        self.user = user
+        self.http = requests.Session()
+        resp = self.http.post(
+            f"{self.base}/api/v1/security/login",
+            json={"username": user, "password": password, "provider": "db", "refresh": False},
+            timeout=60,
+        )
+        resp.raise_for_status()
+        self.http.headers["Authorization"] = f"Bearer {resp.json()['access_token']}"
+        csrf = self.get("/api/v1/security/csrf_token/")["result"]
+        self.http.headers.update({"X-CSRFToken": csrf, "Referer": self.base + "/"})
+
+    def request(self, method: str, path: str, **kw) -> requests.Response:
+        return self.http.request(method, self.base + path, timeout=kw.pop("timeout", 300), **kw)
+
+    def get(self, path: str, **params) -> dict:
+        resp = self.request("GET", path, params=params or None)
+        assert resp.status_code == 200, f"GET {path}: {resp.status_code} {resp.text[:2000]}"
+        return resp.json()
+
+    def put(self, path: str, body: dict) -> dict:
+        resp = self.request("PUT", path, json=body)
+        assert resp.status_code == 200, f"PUT {path}: {resp.status_code} {resp.text[:2000]}"
+        return resp.json()
+
+    def count(self, resource: str) -> int:
+        return self.get(f"/api/v1/{resource}/", q="(page_size:1)")["count"]
+
+    def find_by_uuid(self, resource: str, uid: str) -> list[dict]:
+        """Objects of `resource` with this uuid (the list API filters on it; checked again here)."""
+        rows = self.get(
+            f"/api/v1/{resource}/",
+            q=f"(columns:!(id,uuid),filters:!((col:uuid,opr:eq,value:'{uid}')),page_size:100)",
+        )["result"]
+        return [r for r in rows if str(r.get("uuid")) == uid]
+
+    def chart_id(self, uid: str) -> int:
+        rows = self.find_by_uuid("chart", uid)
+        assert len(rows) == 1, f"chart {uid}: {len(rows)} found"
+        return rows[0]["id"]
+
+    def dataset_id(self, uid: str) -> int:
+        rows = self.find_by_uuid("dataset", uid)
+        assert len(rows) == 1, f"dataset {uid}: {len(rows)} found"
+        return rows[0]["id"]
+
+    def chart_data(self, uid: str) -> dict:
+        """GET /api/v1/chart/{id}/data/ (runs the saved query_context), bypassing the cache."""
+        result = self.get(f"/api/v1/chart/{self.chart_id(uid)}/data/", force="true")["result"]
+        assert len(result) == 1, result
+        assert not result[0].get("error"), str(result[0]["error"])[:1000]
+        return result[0]
+
+    def query_context_data(self, query_context: dict) -> dict:
+        resp = self.request("POST", "/api/v1/chart/data", json=query_context)
+        assert resp.status_code == 200, f"chart data: {resp.status_code} {resp.text[:2000]}"
+        (result,) = resp.json()["result"]
+        return result
+
+    def sql_lab(self, database_id: int, sql: str, schema: str = "grid") -> requests.Response:
+        """Run SQL synchronously in SQL Lab (POST /api/v1/sqllab/execute/)."""
+        body = {
+            "database_id": database_id,
+            "sql": sql,
+            "schema": schema,
+            "runAsync": False,
+            "client_id": uuid.uuid4().hex[:10],
+            "queryLimit": 10000,
+            "tab": "tests",
+            "select_as_cta": False,
+            "ctas_method": "TABLE",
+            "templateParams": "{}",
+        }
+        return self.request("POST", "/api/v1/sqllab/execute/", json=body)
+
+    def export_assets(self) -> dict[str, str]:
+        """GET /api/v1/assets/export/: {path inside the top folder: text}."""
+        resp = self.request("GET", "/api/v1/assets/export/")
+        assert resp.status_code == 200, f"export: {resp.status_code} {resp.text[:1000]}"
+        with zipfile.ZipFile(io.BytesIO(resp.content)) as zf:
+            return {n.split("/", 1)[1]: zf.read(n).decode() for n in zf.namelist() if "/" in n}
+
+    def import_assets(self, files: dict[str, str], top: str = "bundle") -> dict:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, text in files.items():
+                zf.writestr(f"{top}/{name}", text)
+        resp = self.request(
+            "POST",
+            "/api/v1/assets/import/",
+            files={"bundle": ("bundle.zip", buf.getvalue(), "application/zip")},
+            data={"passwords": json.dumps({})},
+        )
+        assert resp.status_code == 200, f"import: {resp.status_code} {resp.text[:2000]}"
+        return resp.json()
+
+
+def wait_until(fn, timeout: float, what: str, every: float = 1.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

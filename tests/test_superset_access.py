@@ -1,0 +1,312 @@
+"""Access control in Superset: GridOperator reads everything and writes nothing; a site user, made
+by `gridlake superset add-site-user SITE USER`, sees only its site's rows through the chart-data API
+and in SQL Lab (row-level security), plus grid-wide aggregates that hold no per-site rows.
+
+Network tables have two sites per row: a site user sees the links its site is an end of (source
+or destination), in both directions. Outlier rows: only those about its own site.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+
+import pytest
+
+from gridlake.settings import get_settings
+from gridlake.superset_assets import DASHBOARDS, DATASETS, RLS_CLAUSES, chart_query_context
+
+from .superset_helpers import REPO, SupersetAPI, read_login
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SITE = "FZK-LCG2"  # a demo-week site (the slow-storage one; any would do)
+OTHER_SITE = "CERN-PROD"
+CHARTS = [c for d in DASHBOARDS for c in d.charts]
+SCOPE = {ds.name: ds.rls for ds in DATASETS}
+
+
+def run_cli(*args: str, password: str | None = None) -> subprocess.CompletedProcess:
+    env = os.environ.copy()
+    env.pop("GRIDLAKE_USER_PASSWORD", None)
+    if password is not None:
+        env["GRIDLAKE_USER_PASSWORD"] = password
+    exe = get_settings().home / "venv" / "bin" / "gridlake"
+    return subprocess.run(
+        [str(exe), "superset", *args], capture_output=True, text=True, env=env, timeout=600
+    )
+
+
+@pytest.fixture(scope="module")
+def users(superset) -> dict:
+    """A site user with a generated password, one with a password from the environment, an
+    operator; all made through the gridlake CLI."""
+    state = superset["settings"].state
+    made = run_cli("add-site-user", SITE, "fzk-ops")
+    assert made.returncode == 0, made.stdout + made.stderr
+    chosen = "env-" + os.urandom(9).hex()
+    made = run_cli("add-site-user", OTHER_SITE, "cern-ops", password=chosen)
+    assert made.returncode == 0, made.stdout + made.stderr
+    made = run_cli("add-operator", "grid-oper")
+    assert made.returncode == 0, made.stdout + made.stderr
+    secrets = state / "secrets" / "superset_users"
+    url = superset["url"]
+    return {
+        "secrets": secrets,
+        "chosen": chosen,
+        "admin": SupersetAPI(url, superset["user"], superset["password"]),
+        "site": SupersetAPI(url, *read_login(secrets / "fzk-ops.txt")),
+        "other": SupersetAPI(url, "cern-ops", chosen),
+        "operator": SupersetAPI(url, *read_login(secrets / "grid-oper.txt")),
+    }
+
+
+def test_users_get_secrets_in_ignored_files(superset, users):
+    secrets = users["secrets"]
+    assert stat.S_IMODE(secrets.stat().st_mode) == 0o700
+    for name in ("fzk-ops", "cern-ops", "grid-oper"):
+        path = secrets / f"{name}.txt"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+        ignored = subprocess.run(["git", "check-ignore", "-q", str(path)], cwd=REPO)
+        assert ignored.returncode == 0, f"{path} is not ignored by git"
+    # the environment's password is the one kept, and generated ones are not trivial
+    assert read_login(secrets / "cern-ops.txt")[1] == users["chosen"]
+    generated = read_login(secrets / "fzk-ops.txt")[1]
+    assert len(generated) >= 20 and generated != users["chosen"]
+    # re-running keeps the password: the login still works
+    again = run_cli("add-site-user", SITE, "fzk-ops")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert read_login(secrets / "fzk-ops.txt")[1] == generated
+    SupersetAPI(superset["url"], "fzk-ops", generated)
+    # bad input gets a clear refusal
+    bad = run_cli("add-site-user", "FZK'; DROP", "x")
+    assert bad.returncode != 0
+    assert "not a site name" in (bad.stdout + bad.stderr)
+
+
+# --- chart data ---------------------------------------------------------------------------------
+def rows_key(rows: list[dict]) -> list[str]:
+    """Rows as comparable text (floats to 9 significant digits: sums may add in another order)."""
+
+    def norm(v):
+        return float(f"{v:.9g}") if isinstance(v, float) else v
+
+    return sorted(json.dumps({k: norm(v) for k, v in r.items()}, sort_keys=True) for r in rows)
+
+
+def on_site(row: dict, site: str) -> bool:
+    if "site" in row and row["site"] is not None:
+        return row["site"] == site
+    if "src_site" in row or "dst_site" in row:
+        return site in (row.get("src_site"), row.get("dst_site"))
+    if "entity_value" in row:
+        return row.get("entity") in (None, "site") and row["entity_value"] == site
+    return True
+
+
+def test_site_user_chart_data_holds_only_its_site(users):
+    """Every chart of every dashboard, as the site user (saved query context, chart-data API),
+    equals the same query run by an admin with the site's condition added; rows that name a site
+    name this one. Grid-wide charts are the same for both."""
+    admin, site = users["admin"], users["site"]
+    removed_something = 0
+    for chart in CHARTS:
+        got = site.chart_data(chart.uuid)["data"]
+        qc = chart_query_context(chart)
+        qc["datasource"] = {"id": admin.dataset_id(chart.dataset.uuid), "type": "table"}
+        qc["force"] = True
+        everything = admin.query_context_data(json.loads(json.dumps(qc)))["data"]
+        clause = RLS_CLAUSES[SCOPE[chart.dataset.name]]
+        if clause is None:
+            assert rows_key(got) == rows_key(everything), chart.key
+            continue
+        (query,) = qc["queries"]
+        where = query["extras"].get("where") or ""
+        condition = clause.format(site=SITE)
+        query["extras"]["where"] = f"({where}) AND {condition}" if where else condition
+        want = admin.query_context_data(qc)["data"]
+        assert rows_key(got) == rows_key(want), (chart.key, got[:5], want[:5])
+        assert all(on_site(r, SITE) for r in got), (chart.key, got[:5])
+        removed_something += rows_key(got) != rows_key(everything)
+    # the demo week has four sites: most site-scoped charts lose rows or change totals
+    assert removed_something >= 20, removed_something
+
+
+def test_site_user_numbers_match_an_independent_query(users, hive_rows_access):
+    jobs = users["site"].chart_data(next(c for c in CHARTS if c.key == "total_jobs").uuid)
+    (want,) = hive_rows_access(
+        f"SELECT SUM(jobs) AS jobs FROM grid.site_efficiency_weekly WHERE site = '{SITE}'"
+    )
+    (total,) = hive_rows_access("SELECT SUM(jobs) AS jobs FROM grid.site_efficiency_weekly")
+    assert jobs["data"] == [{"jobs": want["jobs"]}]
+    assert want["jobs"] < total["jobs"]
+
+
+@pytest.fixture(scope="module")
+def hive_rows_access(superset):
+    from pyhive import hive
+
+    conn = hive.connect(host="127.0.0.1", port=superset["settings"].thrift_port, username="t")
+
+    def run(sql: str) -> list[dict]:
+        cur = conn.cursor()
+        try:
+            cur.execute(sql)
+            names = [d[0].split(".")[-1] for d in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        finally:
+            cur.close()
+
+    yield run
+    conn.close()
+
+
+def test_site_user_cannot_sneak_past_rls_in_chart_data(users):
+    site = users["site"]
+    ds = site.dataset_id(next(d for d in DATASETS if d.name == "site_efficiency_weekly").uuid)
+    query = {"columns": ["site"], "metrics": ["jobs"], "filters": [], "row_limit": 100,
+             "extras": {"where": "1 = 1 OR site <> ''"}}  # fmt: skip
+    qc = {"datasource": {"id": ds, "type": "table"}, "force": True, "queries": [query],
+          "result_format": "json", "result_type": "full"}  # fmt: skip
+    assert [r["site"] for r in site.query_context_data(qc)["data"]] == [SITE]
+    sneaky = "(SELECT COUNT(*) FROM gold.site_efficiency_weekly)"
+    query["metrics"] = [{"expressionType": "SQL", "label": "n", "sqlExpression": sneaky}]
+    resp = site.request("POST", "/api/v1/chart/data", json=qc)
+    assert resp.status_code == 400 and "sub-queries" in resp.text, resp.text[:500]
+
+
+# --- SQL Lab ------------------------------------------------------------------------------
+def sql_rows(api: SupersetAPI, database_id: int, sql: str) -> list[dict]:
+    resp = api.sql_lab(database_id, sql)
+    assert resp.status_code == 200, f"{sql}: {resp.status_code} {resp.text[:1000]}"
+    return resp.json()["data"]
+
+
+@pytest.fixture(scope="module")
+def database_id(users) -> int:
+    from gridlake.superset_assets import DATABASE_UUID
+
+    (db,) = users["admin"].find_by_uuid("database", DATABASE_UUID)
+    return db["id"]
+
+
+def test_site_user_sql_lab_sees_only_its_site(users, database_id, hive_rows_access):
+    site, admin = users["site"], users["admin"]
+    run = lambda sql: sql_rows(site, database_id, sql)  # noqa: E731
+    everything = sql_rows(
+        admin, database_id, "SELECT DISTINCT site FROM grid.site_efficiency_weekly"
+    )
+    assert len(everything) == 4  # the control: an admin sees every demo site
+
+    assert run("SELECT DISTINCT site FROM grid.site_efficiency_weekly") == [{"site": SITE}]
+    (want,) = hive_rows_access(
+        f"SELECT SUM(jobs) AS jobs FROM grid.site_efficiency_weekly WHERE site = '{SITE}'"
+    )
+    # unqualified name (the database's default schema), aggregates, CTEs, subqueries, joins,
+    # unions and an OR in the user's own WHERE: RLS wraps every table
+    assert run("SELECT site, SUM(jobs) AS jobs FROM site_efficiency_weekly GROUP BY site") == [
+        {"site": SITE, "jobs": want["jobs"]}
+    ]
+    queries = [
+        "WITH w AS (SELECT * FROM grid.site_efficiency_weekly) SELECT DISTINCT site FROM w",
+        "SELECT DISTINCT site FROM (SELECT site, jobs FROM grid.site_efficiency_weekly) t",
+        "SELECT DISTINCT s.site FROM grid.site_efficiency_weekly s "
+        "JOIN grid.site_io_stress_weekly i ON i.week = s.week",
+        "SELECT DISTINCT i.site FROM grid.site_efficiency_weekly s "
+        "JOIN grid.site_io_stress_weekly i ON i.week = s.week",
+        "SELECT site FROM grid.site_efficiency_weekly UNION SELECT site FROM grid.node_saturation",
+        "SELECT DISTINCT site FROM grid.site_efficiency_weekly WHERE 1 = 1 OR site <> ''",
+        "SELECT DISTINCT `site` FROM `grid`.`site_jobtype_efficiency_weekly`",
+        "SELECT DISTINCT site FROM grid.workflow_io_profile",
+    ]
+    for sql in queries:
+        assert run(sql) == [{"site": SITE}], sql
+    links = run("SELECT DISTINCT src_site, dst_site FROM grid.network_cost_matrix")
+    assert links and all(SITE in (r["src_site"], r["dst_site"]) for r in links), links
+    assert len(links) == 2 * 3  # both directions to each of the three other demo sites
+    hourly = run("SELECT DISTINCT src_site, dst_site FROM grid.network_link_hourly")
+    assert sorted(map(str, hourly)) == sorted(map(str, links))
+    outliers = run("SELECT entity, entity_value FROM grid.efficiency_outliers")
+    assert all((r["entity"], r["entity_value"]) == ("site", SITE) for r in outliers), outliers
+    # grid-wide aggregates hold no per-site rows: the site user sees them whole
+    for view in ("cpu_speed_factors", "failure_vs_duration", "job_length_advice"):
+        sql = f"SELECT COUNT(*) AS n FROM grid.{view}"
+        assert run(sql) == sql_rows(admin, database_id, sql), view
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT DISTINCT site FROM gold.site_efficiency_weekly",  # the physical table
+        "SELECT COUNT(*) FROM grid.jobs",  # a view that is no dataset (silver)
+        "SELECT COUNT(*) FROM silver.jobs",
+        "SELECT DISTINCT site FROM spark_catalog.grid.site_efficiency_weekly",
+        "SELECT DISTINCT site FROM GRID.SITE_EFFICIENCY_WEEKLY",
+        "SELECT * FROM parquet.`/tmp`",
+        "SELECT reflect('java.lang.System', 'getProperty', 'user.name')",
+        "DROP VIEW grid.site_efficiency_weekly",
+        "INSERT INTO grid.site_efficiency_weekly SELECT * FROM grid.site_efficiency_weekly",
+    ],
+)
+def test_site_user_sql_lab_refuses_what_rls_cannot_guard(users, database_id, sql):
+    resp = users["site"].sql_lab(database_id, sql)
+    assert resp.status_code != 200, f"{sql}: {resp.text[:500]}"
+    assert "data" not in resp.json() or not resp.json()["data"]
+
+
+def test_two_sites_see_disjoint_rows(users, database_id):
+    sql = "SELECT DISTINCT site FROM grid.site_efficiency_weekly"
+    assert sql_rows(users["other"], database_id, sql) == [{"site": OTHER_SITE}]
+    assert sql_rows(users["site"], database_id, sql) == [{"site": SITE}]
+
+
+# --- read-only roles -----------------------------------------------------------------------------
+WRITES = [
+    ("PUT", "/api/v1/chart/{chart}", {"slice_name": "x"}),
+    ("DELETE", "/api/v1/chart/{chart}", None),
+    ("POST", "/api/v1/dashboard/", {"dashboard_title": "x"}),
+    ("PUT", "/api/v1/dataset/{dataset}", {"sql": "SELECT 1"}),
+    ("DELETE", "/api/v1/dataset/{dataset}", None),
+    ("PUT", "/api/v1/database/{database}", {"allow_dml": True}),
+    ("POST", "/api/v1/rowlevelsecurity/", {"name": "x", "clause": "1 = 1", "filter_type": "Regular",
+                                           "tables": [1], "roles": [1]}),
+    ("POST", "/api/v1/saved_query/", {"db_id": 1, "label": "x", "sql": "SELECT 1"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("who", ["operator", "site"])
+def test_read_only_roles_cannot_write(users, database_id, who):
+    api, admin = users[who], users["admin"]
+    ids = {
+        "chart": admin.chart_id(CHARTS[0].uuid),
+        "dataset": admin.dataset_id(DATASETS[0].uuid),
+        "database": database_id,
+    }
+    for method, path, body in WRITES:
+        resp = api.request(method, path.format(**ids), json=body)
+        assert resp.status_code in (401, 403), (
+            who,
+            method,
+            path,
+            resp.status_code,
+            resp.text[:300],
+        )
+    # nothing changed
+    assert admin.get(f"/api/v1/chart/{ids['chart']}")["result"]["slice_name"] == CHARTS[0].title
+
+
+def test_grid_operator_reads_everything(users, database_id):
+    op, admin = users["operator"], users["admin"]
+    for sql in (
+        "SELECT DISTINCT site FROM gold.site_efficiency_weekly ORDER BY site",
+        "SELECT COUNT(*) AS n FROM grid.jobs",
+        "SELECT COUNT(*) AS n FROM grid.network_cost_matrix",
+    ):
+        assert sql_rows(op, database_id, sql) == sql_rows(admin, database_id, sql), sql
+    assert len(sql_rows(op, database_id, "SELECT DISTINCT site FROM grid.jobs")) == 4
+    for chart in CHARTS[:12]:
+        assert rows_key(op.chart_data(chart.uuid)["data"]) == rows_key(
+            admin.chart_data(chart.uuid)["data"]
+        ), chart.key
