@@ -43,29 +43,44 @@ step "starting Airflow (scheduler, DAG processor, triggerer, API server) on 127.
 "${af[@]}" start
 n_report=$((weeks < 3 ? weeks : 3))
 from="$(date -u -d "$last_monday - $((7 * (n_report - 1))) days" +%F)"
-step "backfill of grid_weekly_site_reports: $n_report weekly runs, $from to $last_monday"
+to="$(date -u -d "$last_monday + 1 day" +%F)"  # inclusive of the run at $last_monday 06:00
+step "backfill of grid_weekly_site_reports: $n_report weekly runs (Mondays $from to $last_monday)"
 "${af[@]}" run backfill create --dag-id grid_weekly_site_reports --from-date "$from" \
-  --to-date "$last_monday" --reprocess-behavior failed > "$GRIDLAKE_LOGS/demo-backfill.log" 2>&1 \
+  --to-date "$to" --reprocess-behavior failed > "$GRIDLAKE_LOGS/demo-backfill.log" 2>&1 \
   || { tail -20 "$GRIDLAKE_LOGS/demo-backfill.log"; die "backfill create failed"; }
 want=()
 for i in $(seq "$((n_report - 1))" -1 0); do
   want+=("$(date -u -d "$last_monday - $((7 * i)) days - 7 days" +%G-W%V)")
 done
 deadline=$((SECONDS + ${GRIDLAKE_DEMO_BACKFILL_TIMEOUT:-3600}))
+# The runs of the backfill's Mondays: done when all succeeded, stop at the first failure.
 while :; do
-  done_weeks=0
-  for w in "${want[@]}"; do
-    [ -f "$GRIDLAKE_STATE/reports/$w/index.html" ] && done_weeks=$((done_weeks + 1))
-  done
-  failed="$("${af[@]}" run dags list-runs grid_weekly_site_reports -o plain 2>/dev/null | grep -c ' failed ' || true)"
-  [ "$done_weeks" -eq "${#want[@]}" ] && break
-  [ "${failed:-0}" -gt 0 ] && die "a grid_weekly_site_reports run failed: see the Airflow UI ($("${af[@]}" login | head -1))"
-  [ "$SECONDS" -gt "$deadline" ] && die "the backfill did not finish in time; see the Airflow UI"
+  states="$("${af[@]}" run dags list-runs grid_weekly_site_reports -o json 2>/dev/null \
+    | python3 -c '
+import json, sys
+lines = [x for x in sys.stdin.read().splitlines() if x.startswith("[")]
+runs = json.loads(lines[-1]) if lines else []
+want = set(sys.argv[1:])
+latest = {}
+for r in sorted(runs, key=lambda r: r["start_date"] or ""):
+    if r["logical_date"][:10] in want:
+        latest[r["logical_date"][:10]] = r["state"]
+print(" ".join(latest.get(d, "missing") for d in sorted(want)))
+' $(for i in $(seq "$((n_report - 1))" -1 0); do date -u -d "$last_monday - $((7 * i)) days" +%F; done))"
+  case " $states " in
+    *" failed "*) die "a grid_weekly_site_reports run failed ($states): see the Airflow UI ($("${af[@]}" login | head -1))" ;;
+  esac
+  [ -z "$(echo "$states" | tr ' ' '\n' | grep -v '^success$' || true)" ] && break
+  [ "$SECONDS" -gt "$deadline" ] && die "the backfill did not finish in time ($states); see the Airflow UI"
   sleep 15
 done
 step "reports of ${want[*]} written"
 
-# 4. What came out.
+# 4. Nothing of the instance listens beyond 127.0.0.1 (Airflow's log servers never started).
+step "listening sockets of the instance's services:"
+bash "$GRIDLAKE_REPO/infra/check_loopback.sh" || die "a service listens beyond 127.0.0.1 (above)"
+
+# 5. What came out.
 "$gl" sql "SELECT site, round(sum(cpu_hours) / sum(core_hours), 3) AS cpu_eff,
   round(sum(badput_core_hours), 1) AS badput_core_hours, sum(failed_jobs) AS failed_jobs
   FROM grid.site_efficiency_weekly WHERE week = DATE'$(date -u -d "$last_monday - 7 days" +%F)'

@@ -91,6 +91,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from gridlake.report import (
         NoGoldDataError,
         build_reports,
+        ensure_views,
         parse_week,
         report_dir,
         week_label,
@@ -104,6 +105,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 2
     everything = not (args.site or args.all_sites or args.summary)
     spark = _spark()
+    ensure_views(spark)
     try:
         sites = args.site or (week_sites(spark, week) if args.all_sites or everything else [])
         files = build_reports(

@@ -43,6 +43,7 @@ __all__ = [
     "Section",
     "build_site_report",
     "build_summary_report",
+    "ensure_views",
     "html_to_pdf",
     "parse_week",
     "render_html",
@@ -296,7 +297,7 @@ def _hbars(
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     if n > 1:
-        ax.legend(fontsize=8, frameon=False)
+        ax.legend(fontsize=8, frameon=True, framealpha=0.9, loc="best")
     return drawn
 
 
@@ -363,7 +364,7 @@ def _efficiency_section(q: _Q) -> Section:
         [t["job_type"] for t in types],
         [
             (pct("efficiency"), "this week", SITE_COLOR),
-            (pct("previous_efficiency"), f"previous {rq.TREND_WEEKS} weeks", PREVIOUS_COLOR),
+            (pct("previous_efficiency"), "previous weeks", PREVIOUS_COLOR),
             (pct("grid_efficiency"), "grid this week", GRID_COLOR),
         ],
         "By job type",
@@ -375,7 +376,7 @@ def _efficiency_section(q: _Q) -> Section:
             ("job_type", "job type", _text),
             ("core_hours", "core-hours", _num),
             ("efficiency", "efficiency", _pct),
-            ("previous_efficiency", f"previous {rq.TREND_WEEKS} weeks", _pct),
+            ("previous_efficiency", f"previous weeks (up to {rq.TREND_WEEKS})", _pct),
             ("grid_efficiency", "grid", _pct),
         ],
     )
@@ -403,7 +404,7 @@ def _failures_section(q: _Q) -> Section:
         )
         before = top.get("previous_failed_jobs_per_week")
         if before is not None:
-            sentence += f", {before:.1f} a week before"
+            sentence += f", {before:.1f} a week over the previous weeks"
         sentence += ")"
     sentence += "."
     fig, (a, b) = _figure()
@@ -496,11 +497,18 @@ def _cpu_speed_section(q: _Q) -> Section:
     parts = []
     if term.get("slowdown") is not None:
         s = term["slowdown"]
-        how = "more" if s >= 1 else "less"
-        parts.append(
-            f"jobs here need {abs(100 * (s - 1)):.0f}% {how} CPU time per event than the median "
-            f"site on the same CPU models{' (flagged)' if term.get('flagged') else ''}"
-        )
+        flag = " (flagged)" if term.get("flagged") else ""
+        if abs(s - 1) < 0.005:
+            parts.append(
+                "jobs here need as much CPU time per event as at the median site on the same "
+                f"CPU models{flag}"
+            )
+        else:
+            how = "more" if s > 1 else "less"
+            parts.append(
+                f"jobs here need {abs(100 * (s - 1)):.0f}% {how} CPU time per event than the "
+                f"median site on the same CPU models{flag}"
+            )
     with_bench = [m for m in models if m.get("ratio") is not None]
     off = [m for m in with_bench if m.get("benchmark_mismatch")]
     if off:
@@ -511,6 +519,13 @@ def _cpu_speed_section(q: _Q) -> Section:
         )
     elif with_bench:
         parts.append(f"the benchmark predicts all {len(with_bench)} of its CPU models")
+    by_type = [m for m in models if m.get("mismatch_job_types")]
+    if by_type:
+        m = by_type[0]
+        parts.append(
+            f"for {m['mismatch_job_types']} jobs it mispredicts {m['cpu_model']} (down to "
+            f"{m['mismatch_min_ratio']:.2f} of its rating)"
+        )
     sentence = (
         (parts[0][0].upper() + parts[0][1:] + "".join(f"; {p}" for p in parts[1:]) + ".")
         if parts
@@ -558,6 +573,7 @@ def _cpu_speed_section(q: _Q) -> Section:
             ("speed_factor", "measured", lambda x: _num(x, 3)),
             ("ratio", "measured / benchmark", lambda x: _num(x, 3)),
             ("benchmark_mismatch", "mismatch", _text),
+            ("mismatch_job_types", "mismatch for", _text),
         ],
     )
     note = "Speed factors from every week loaded (relative to each group's reference model)."
@@ -596,7 +612,7 @@ def _io_section(q: _Q) -> Section:
         a.set_xticks(list(xs), [_wk(w["week"]) for w in weeks])
         a.set_ylabel("% of classified core-hours")
         a.set_title("I/O signatures per week")
-        a.legend(fontsize=7, frameon=False, ncol=2)
+        a.legend(fontsize=7, frameon=False, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12))
     else:
         _no_data(a, "no node samples in the trend window")
     drawn += _hbars(
@@ -995,14 +1011,16 @@ def _summary_outliers(q: _Q) -> Section:
 def _summary_cpu_speed(q: _Q) -> Section:
     rows = q("grid_benchmark")
     flagged = [r for r in rows if r.get("flagged")]
+    models = {r["cpu_model"] for r in rows if r["job_type"] == "ALL"}
     if flagged:
         w = flagged[0]
         sentence = (
-            f"{len(flagged)} of {len(rows)} CPU models run off their declared benchmark; the "
-            f"largest: {w['cpu_model']} at {w['ratio']:.2f} of its HS23 rating."
+            f"The declared benchmark mispredicts {len(flagged)} (CPU model, job type) pairs of "
+            f"{len(models)} models measured; the largest: {w['cpu_model']} for {w['job_type']} "
+            f"jobs at {w['ratio']:.2f} of its HS23 rating."
         )
     elif rows:
-        sentence = f"The declared benchmark predicts all {len(rows)} CPU models measured."
+        sentence = f"The declared benchmark predicts all {len(models)} CPU models measured."
     else:
         sentence = "No CPU speed factors yet."
     fig, (a,) = _figure(1, height=4.2)
@@ -1014,7 +1032,7 @@ def _summary_cpu_speed(q: _Q) -> Section:
         colors = ["#d1495b" if r.get("flagged") else SITE_COLOR for r in rows]
         a.barh(ys, vals, xerr=err, color=colors)
         a.axvline(1.0, color="0.4", linestyle="--")
-        a.set_yticks(ys, [r["cpu_model"][:45] for r in rows], fontsize=7)
+        a.set_yticks(ys, [f"{r['cpu_model'][:40]} ({r['job_type']})" for r in rows], fontsize=7)
         a.invert_yaxis()
         a.set_xlim(left=min(0.6, min(vals) * 0.95))
         a.set_title("Measured speed / declared benchmark (red: flagged)")
@@ -1202,6 +1220,21 @@ def write_index(spark: SparkSession, week: date, out_dir: Path) -> Path:
     path = out_dir / "index.html"
     _atomic_write(path, page.encode())
     return path
+
+
+def ensure_views(spark: SparkSession) -> list[str]:
+    """Create the grid views the reports read when one is missing (a fresh instance, or a table
+    added since ``gridlake init``); returns the views created."""
+    from gridlake.tables import ensure_all
+    from gridlake.views import create_views
+
+    used = sorted(
+        set(re.findall(rf"\b{rq.VIEWS}\.(\w+)", " ".join(q.sql for q in rq.QUERIES.values())))
+    )
+    if all(spark.catalog.tableExists(f"{rq.VIEWS}.{name}") for name in used):
+        return []
+    ensure_all(spark)
+    return create_views(spark)
 
 
 def build_reports(

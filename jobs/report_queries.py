@@ -172,11 +172,19 @@ _QUERIES = (
         SELECT s.cpu_model, s.slowdown, s.ci_low AS slowdown_ci_low, s.ci_high AS slowdown_ci_high,
           s.flagged AS slow_here, s.n_jobs AS site_jobs, b.benchmark_factor, b.speed_factor,
           b.ratio, b.ratio_ci_low, b.ratio_ci_high, b.flagged AS benchmark_mismatch,
-          b.reference_model
+          b.reference_model, j.job_types AS mismatch_job_types, j.min_ratio AS mismatch_min_ratio
         FROM grid.site_speed_anomalies s
         LEFT JOIN grid.benchmark_mismatch b
           ON b.job_type = 'ALL' AND b.cpu_model = s.cpu_model
           AND b.reference_model = s.reference_model
+        LEFT JOIN (
+          SELECT cpu_model, reference_model,
+            array_join(sort_array(collect_set(job_type)), ', ') AS job_types,
+            min(ratio) AS min_ratio
+          FROM grid.benchmark_mismatch
+          WHERE flagged AND job_type <> 'ALL'
+          GROUP BY cpu_model, reference_model
+        ) j ON j.cpu_model = s.cpu_model AND j.reference_model = s.reference_model
         WHERE s.job_type = 'ALL' AND s.site = :site AND s.cpu_model <> 'ALL'
         ORDER BY s.n_jobs DESC, s.cpu_model
         LIMIT 20
@@ -468,14 +476,15 @@ _QUERIES = (
     ),
     Query(
         "grid_benchmark",
-        "Measured speed against the declared benchmark per CPU model (all job types).",
+        "Measured speed against the declared benchmark per CPU model (all job types together), "
+        "and every (model, job type) the benchmark mispredicts; mismatches first.",
         """
-        SELECT cpu_model, microarchitecture, benchmark_factor, speed_factor, ratio,
+        SELECT cpu_model, job_type, microarchitecture, benchmark_factor, speed_factor, ratio,
           ratio_ci_low, ratio_ci_high, flagged, n_jobs
         FROM grid.benchmark_mismatch
-        WHERE job_type = 'ALL'
-        ORDER BY abs(ratio - 1) DESC, cpu_model
-        LIMIT 20
+        WHERE job_type = 'ALL' OR flagged
+        ORDER BY flagged DESC, abs(ratio - 1) DESC, cpu_model, job_type
+        LIMIT 24
         """,
     ),
 )

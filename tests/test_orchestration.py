@@ -73,7 +73,7 @@ def grid3(kafka, tmp_path_factory):
     for kind in ("jobs", "nodes", "network"):
         report = publish_files(f"grid.{kind}", [out / f"{kind}.jsonl"], progress=False)
         assert report.ok, report.problems
-    sites = sorted(s["name"] for s in truth["sites"])
+    sites = sorted(truth["sites"])
     return out, truth, sites
 
 
@@ -208,7 +208,7 @@ def test_pdf_report_has_every_section_and_every_plot_has_data(weekly_reports, gr
     its sentence, and coloured plot marks in both panels of its figure."""
     _run_id, _out, folder, _keep = weekly_reports
     _grid, truth, _sites = grid3
-    site = truth["roles"]["slow_storage_site"]
+    site = truth["planted"]["slow_storage_site"]
     html = (folder / f"{site_file_stem(site)}.html").read_text()
     points = [int(p) for p in re.findall(r'data-points="(\d+)"', html)]
     assert len(points) == len(SITE_SECTIONS) and min(points) > 0, points
@@ -271,6 +271,11 @@ def test_scheduled_airflow_listens_on_loopback_only(scheduled_airflow):
         assert addr.rsplit(":", 1)[0] in ("127.0.0.1", "[::ffff:127.0.0.1]", "[::1]"), addr
     # serve-logs (8793/8794 + offset) never started
     assert not [a for a, _ in listening if a.endswith((":8793", ":8794"))], listening
+    # The check `make demo` ends with: every service of the instance (Kafka, Derby, Airflow).
+    check = subprocess.run(["bash", str(Path(__file__).parents[1] / "infra" / "check_loopback.sh")],
+                           capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert f"127.0.0.1:{port}" in check.stdout and "NOT LOCAL" not in check.stdout
 
 
 def test_backfill_of_three_weeks_writes_three_sets_of_reports(scheduled_airflow, weekly_reports,

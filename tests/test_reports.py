@@ -217,12 +217,15 @@ def hand_views(spark):
     _view(spark, GOLD_SITE_SPEED_ANOMALIES, [
         ssa("ALL", 1.22, True), ssa("M1", 1.2, True, 1.1, 1.3), ssa("M2", 1.0, False, 0.95, 1.05),
     ])  # fmt: skip
-    bm = lambda model, bench, speed, flagged: {  # noqa: E731
-        "job_type": "ALL", "cpu_model": model, "reference_model": "R", "benchmark_factor": bench,
+    bm = lambda model, bench, speed, flagged, jt="ALL": {  # noqa: E731
+        "job_type": jt, "cpu_model": model, "reference_model": "R", "benchmark_factor": bench,
         "speed_factor": speed, "ratio": speed / bench, "ratio_ci_low": speed / bench - 0.02,
         "ratio_ci_high": speed / bench + 0.02, "flagged": flagged, "n_jobs": 100,
     }  # fmt: skip
-    _view(spark, GOLD_BENCHMARK_MISMATCH, [bm("M1", 1.0, 0.78, True), bm("M2", 1.2, 1.18, False)])
+    _view(spark, GOLD_BENCHMARK_MISMATCH, [
+        bm("M1", 1.0, 0.78, True), bm("M2", 1.2, 1.18, False),
+        bm("M2", 1.2, 0.96, True, "simul"), bm("M2", 1.2, 1.2, False, "pile"),
+    ])  # fmt: skip
     io = lambda week, io_share, mem, sat: {  # noqa: E731
         "site": "A", "week": week, "monitored_hosts": 2, "host_hours": 20,
         "share_cpu_bound": 1 - io_share - mem, "share_io_wait_bound": io_share,
@@ -340,6 +343,7 @@ def test_site_network_io_speed_and_outlier_figures(spark, hand_views):
         ("M2", False),
     ]
     assert models[0]["ratio"] == pytest.approx(0.78)
+    assert (models[0]["mismatch_job_types"], models[1]["mismatch_job_types"]) == (None, "simul")
     advice = _run(spark, "site_job_length", site="A", week=W)
     assert [a["job_type"] for a in advice] == ["simul", "pile"]  # evgen did not run at A
     assert advice[0]["site_core_hours_saved"] == pytest.approx(60 * (1 - 0.8 / 0.9))
@@ -363,7 +367,7 @@ def test_site_report_sentences_say_what_changed(spark, hand_views):
     assert said["failures"] == (
         "Failed attempts (4 of 20) wasted 10.0 core-hours, 10.0% of the site's core-hours (up "
         "5.0 points from 5.0% over the previous weeks); most of it to app-crash (80%, 3 "
-        "attempts, 1.0 a week before)."
+        "attempts, 1.0 a week over the previous weeks)."
     )
     assert said["job_length"] == (
         "simul jobs would gain most from another length: their median payload is 2.0 h against "
@@ -373,7 +377,7 @@ def test_site_report_sentences_say_what_changed(spark, hand_views):
     assert said["cpu_speed"] == (
         "Jobs here need 22% more CPU time per event than the median site on the same CPU models "
         "(flagged); the benchmark mispredicts 1 of its 2 CPU models (M1 runs at 0.78 of its HS23 "
-        "rating)."
+        "rating); for simul jobs it mispredicts M2 (down to 0.80 of its rating)."
     )
     assert said["io"] == (
         "40% of the classified core-hours were I/O-wait bound (25% in the previous weeks) and "
@@ -419,3 +423,49 @@ def test_report_without_gold_rows_fails_clearly(spark, hand_views):
         NoGoldDataError, match="site 'Z' ran no jobs in 2026-W47; sites with jobs: A, B"
     ):
         build_site_report(spark, "Z", W, views=VIEWS)
+
+
+# --------------------------------------------------------------------------------------------
+# infra/check_loopback.sh (run at the end of `make demo`)
+# --------------------------------------------------------------------------------------------
+
+
+def test_check_loopback_flags_a_listener_beyond_127_0_0_1(tmp_path):
+    """A service of the instance listening on 127.0.0.2 (loopback range, so nothing is exposed,
+    but not 127.0.0.1) is reported and fails the check; on 127.0.0.1 it passes."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from gridlake.settings import REPO_ROOT, get_settings
+
+    run_dir = get_settings().state / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    script = REPO_ROOT / "infra" / "check_loopback.sh"
+    for host, rc in (("127.0.0.2", 1), ("127.0.0.1", 0)):
+        with socket.socket() as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        server = subprocess.Popen(
+            [sys.executable, "-c", f"import socket,time; s=socket.socket(); "
+             f"s.bind(('{host}', {port})); s.listen(); time.sleep(60)"],
+        )  # fmt: skip
+        pid_file = run_dir / "zz-check-loopback-test.pid"
+        pid_file.write_text(str(server.pid))
+        try:
+            for _ in range(50):
+                if f"{host}:{port}" in subprocess.run(["ss", "-ltnH"], capture_output=True,
+                                                      text=True).stdout:  # fmt: skip
+                    break
+                time.sleep(0.1)
+            result = subprocess.run(["bash", str(script)], capture_output=True, text=True,
+                                    env=os.environ.copy())  # fmt: skip
+            assert result.returncode == rc, result.stdout + result.stderr
+            marker = "NOT LOCAL" if rc else "ok       "
+            assert f"{marker} {host}:{port}" in result.stdout, result.stdout
+        finally:
+            server.kill()
+            server.wait()
+            pid_file.unlink()
