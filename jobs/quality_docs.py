@@ -27,9 +27,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from gridlake.settings import Settings, get_settings
-from gridlake.tabledef import Check, Table
+from gridlake.tabledef import Table
 
-__all__ = ["QualityDocs", "build_quality_docs", "suite_name"]
+__all__ = ["QualityDocs", "build_quality_docs", "suite_name", "write_quality_docs"]
 
 _SEVERITY = {"fail": "critical", "warn": "warning"}
 
@@ -84,6 +84,20 @@ def _kept_results(spark: SparkSession, keep_batches: int, settings: Settings) ->
 def build_quality_docs(
     spark: SparkSession, keep_batches: int = 20, settings: Settings | None = None
 ) -> QualityDocs:
+    """Rebuild the Data Docs under ``<state>/quality-docs/`` from the kept gate results."""
+    settings = settings or get_settings()
+    rows = [r.asDict() for r in _kept_results(spark, keep_batches, settings)]
+    return write_quality_docs(rows, settings.state / "quality-docs")
+
+
+def write_quality_docs(
+    rows: list[dict[str, Any]], root: Path, tables: tuple[Table, ...] | None = None
+) -> QualityDocs:
+    """Data Docs from quality_results rows (dicts with its columns) and the tables' checks.
+
+    Built in a sibling folder and swapped in when complete, so a failed build never replaces a
+    good site.
+    """
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
     import great_expectations as gx
     from great_expectations.core import (
@@ -98,31 +112,28 @@ def build_quality_docs(
 
     from gridlake.quality import _expectation
 
-    settings = settings or get_settings()
-    root = settings.state / "quality-docs"
-    build = settings.state / ".quality-docs-build"
+    build = root.with_name(f".{root.name}-build")
     shutil.rmtree(build, ignore_errors=True)
     context = gx.get_context(mode="file", project_root_dir=str(build))
 
     expectations: dict[str, dict[tuple[str, str | None], Any]] = {}
-    for table in _checked_tables():
+    for table in tables if tables is not None else _checked_tables():
         suite = context.suites.add(gx.ExpectationSuite(name=suite_name(table.full_name)))
         by_check: dict[tuple[str, str | None], Any] = {}
         for check in table.checks:
             exp = _expectation(check)
             exp.severity = _SEVERITY.get(check.severity, "critical")
-            exp.meta = {"gridlake_severity": check.severity, "args": _jsonable(check)}
             by_check[(check.kind, check.column)] = suite.add_expectation(exp)
         expectations[table.full_name] = by_check
 
-    grouped: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for row in _kept_results(spark, keep_batches, settings):
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
         grouped[(row["table_name"], row["batch_id"])].append(row)
     stored = skipped = 0
-    for (table_name, batch_id), rows in grouped.items():
+    for (table_name, batch_id), batch_rows in sorted(grouped.items()):
         known = expectations.get(table_name, {})
         results = []
-        for r in rows:
+        for r in batch_rows:
             exp = known.get((r["check_kind"], r["check_column"]))
             if exp is None:
                 skipped += 1
@@ -136,11 +147,11 @@ def build_quality_docs(
             )
         if not results:
             continue
-        at = max(r["checked_at"] for r in rows).replace(tzinfo=UTC)
-        run_id = RunIdentifier(run_name=batch_id, run_time=at)
+        at = max(r["checked_at"] for r in batch_rows).replace(tzinfo=UTC)
         passed = sum(1 for x in results if x.success)
         name = suite_name(table_name)
         validation = ExpectationSuiteValidationResult(
+            # The gate's verdict: only failed circuit-breaker (critical) checks fail a batch.
             success=all(x.success or x.expectation_config.severity != "critical" for x in results),
             results=results,
             suite_name=name,
@@ -152,6 +163,7 @@ def build_quality_docs(
             },
             meta={
                 "batch_id": batch_id,
+                "batch_spec": {"data_asset_name": table_name},
                 "run_id": {"run_name": batch_id, "run_time": at.isoformat()},
                 "active_batch_definition": {
                     "datasource_name": "gridlake refine",
@@ -162,18 +174,13 @@ def build_quality_docs(
         )
         key = ValidationResultIdentifier(
             expectation_suite_identifier=ExpectationSuiteIdentifier(name=name),
-            run_id=run_id,
+            run_id=RunIdentifier(run_name=batch_id, run_time=at),
             batch_identifier=batch_id,
         )
         context.validation_results_store.set(key, validation)
         stored += 1
     context.build_data_docs()
-    # Swap the finished build in (a half-built site never replaces a good one).
     shutil.rmtree(root, ignore_errors=True)
     build.rename(root)
     index = root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
     return QualityDocs(index, len(expectations), stored, skipped)
-
-
-def _jsonable(check: Check) -> dict[str, Any]:
-    return {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in check.args.items()}

@@ -469,3 +469,49 @@ def test_check_loopback_flags_a_listener_beyond_127_0_0_1(tmp_path):
             server.kill()
             server.wait()
             pid_file.unlink()
+
+
+# --------------------------------------------------------------------------------------------
+# gridlake quality-docs
+# --------------------------------------------------------------------------------------------
+
+
+def test_quality_docs_show_the_suites_and_the_gate_results(tmp_path):
+    from gridlake.quality_docs import write_quality_docs
+    from gridlake.tables import SILVER_JOBS
+
+    at = datetime(2026, 11, 20, 8, 0)
+    checks = [(c.kind, c.column, c.severity) for c in SILVER_JOBS.checks]
+
+    def batch(batch_id, failed=(), minute=0):
+        return [
+            {"table_name": "silver.jobs", "batch_id": batch_id, "check_kind": kind,
+             "check_column": col, "severity": sev, "success": (kind, col) not in failed,
+             "detail": "unexpected_count=3, unexpected_percent=0.5" if (kind, col) in failed
+             else "unexpected_count=0, unexpected_percent=0.0",
+             "checked_at": at + timedelta(minutes=minute)}
+            for kind, col, sev in checks
+        ]  # fmt: skip
+
+    rows = batch("jobs-0") + batch("jobs-1", failed={("not_null", "site")}, minute=5)
+    rows += batch("jobs-2", failed={("in_set", "is_outlier")}, minute=9)  # a warn check only
+    rows.append({**rows[0], "check_kind": "retired_check", "batch_id": "jobs-0"})
+    docs = write_quality_docs(rows, tmp_path / "quality-docs", tables=(SILVER_JOBS,))
+    assert (docs.suites, docs.validations, docs.skipped_results) == (1, 3, 1)
+    index = docs.index.read_text()
+    assert "silver_jobs" in index
+    store = tmp_path / "quality-docs" / "gx" / "uncommitted" / "validations" / "silver_jobs"
+    verdicts = {p.parent.parent.name: json.loads(p.read_text()) for p in store.rglob("jobs-*.json")}
+    assert {b: v["success"] for b, v in verdicts.items()} == {
+        "jobs-0": True,
+        "jobs-1": False,  # a circuit breaker failed: the gate refused the batch
+        "jobs-2": True,  # only a warning failed
+    }
+    failed = [r for r in verdicts["jobs-1"]["results"] if not r["success"]]
+    assert [(r["expectation_config"]["type"], r["result"]["unexpected_count"]) for r in failed] == [
+        ("expect_column_values_to_not_be_null", 3)
+    ]
+    pages = sorted(p.name for p in docs.index.parent.rglob("jobs-*.html"))
+    assert pages == ["jobs-0.html", "jobs-1.html", "jobs-2.html"]
+    suite_page = (docs.index.parent / "expectations" / "silver_jobs.html").read_text()
+    assert "job_id" in suite_page and "status" in suite_page
