@@ -361,6 +361,10 @@ def refresh_job_node_features(
     SILVER_JOB_NODE_FEATURES.ensure(spark, settings)
     if not batch_ids:
         return []
+    # On a fresh warehouse the first refine (nodes, before jobs) finds no silver.jobs yet: the
+    # join then has an empty side rather than failing after the node samples were committed.
+    for table in (SILVER_JOBS, SILVER_NODE_SAMPLES, SILVER_NODE_DISK_SAMPLES):
+        table.ensure(spark, settings)
     read = lambda t: spark.read.format("delta").load(t.path(settings))  # noqa: E731
     jobs, nodes, disks = (
         read(SILVER_JOBS),
