@@ -28,15 +28,16 @@ up: install ## start Derby (metastore), Kafka, the Spark Thrift Server and Super
 	@bash infra/superset.sh start
 
 down: ## stop every service of the instance, by PID
+	@bash infra/airflow.sh stop
 	@bash infra/superset.sh stop
 	@bash infra/thrift.sh stop
 	@bash infra/kafka.sh stop
 	@bash infra/derby.sh stop
 
 status: ## show what runs
-	@bash infra/derby.sh status; bash infra/kafka.sh status; bash infra/thrift.sh status; bash infra/superset.sh status
+	@bash infra/derby.sh status; bash infra/kafka.sh status; bash infra/thrift.sh status; bash infra/superset.sh status; bash infra/airflow.sh status
 
-demo: up ## the main job: demo week -> Kafka -> Airflow DAG (bronze, silver, gold) -> SQL and Superset
+demo: up ## the main job: simulated weeks -> Kafka -> Airflow DAGs -> gold, weekly reports, Superset; Airflow left running
 	@bash infra/demo.sh
 
 test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset
