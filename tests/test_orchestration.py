@@ -27,7 +27,7 @@ from gridlake.settings import get_settings
 from .conftest import gridlake_cli
 from .test_dags import airflow_sh, finished_run, task_states
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.nightly]
 
 GRID3 = {
     "start": date(2026, 11, 2),  # Monday of 2026-W45
