@@ -200,13 +200,13 @@ def test_a_new_gold_group_needs_no_dag_edit(tmp_path):
     shutil.copytree(REPO / "dags", dags)
     m = manifest()
     m["gold_groups"].append(
-        {"group": "cost", "after": ["site_efficiency", "network"], "writes": ["gold.site_cost"]}
+        {"group": "planted", "after": ["site_efficiency", "network"], "writes": ["gold.planted"]}
     )
     (dags / "gridlake_manifest.json").write_text(json.dumps(m))
     tasks = tasks_of(dag_report(tmp_path, dags), "grid_analytics")
-    assert tasks["analyze_cost"]["upstream"] == ["analyze_network", "analyze_site_efficiency"]
-    assert tasks["analyze_cost"]["outlets"] == ["gridlake://gold/site_cost"]
-    assert tasks["analyze_cost"]["bash_command"] == f"{CLI} analyze --only cost"
+    assert tasks["analyze_planted"]["upstream"] == ["analyze_network", "analyze_site_efficiency"]
+    assert tasks["analyze_planted"]["outlets"] == ["gridlake://gold/planted"]
+    assert tasks["analyze_planted"]["bash_command"] == f"{CLI} analyze --only planted"
 
 
 def test_integrity_check_catches_bad_dags(tmp_path):
