@@ -84,6 +84,7 @@ def _consume(bootstrap: str, host: str, expected: int, timeout: float = 60) -> l
 
 
 @pytest.mark.integration
+@pytest.mark.adds_records
 def test_agent_publishes_valid_records(kafka) -> None:
     host = f"agent-{uuid.uuid4().hex[:8]}.test"
     out = subprocess.run(
@@ -107,6 +108,7 @@ def _closed_port() -> int:
 
 
 @pytest.mark.integration
+@pytest.mark.adds_records
 def test_broker_away_records_spool_and_are_resent(kafka, tmp_path: Path) -> None:
     host = f"away-{uuid.uuid4().hex[:8]}.test"
     away = dataclasses.replace(get_settings(), kafka_bootstrap=f"127.0.0.1:{_closed_port()}")

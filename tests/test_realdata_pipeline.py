@@ -9,7 +9,7 @@ from gridlake.tables import QUARANTINE_ACCOUNTING_SUMMARIES, SILVER_ACCOUNTING_S
 
 from .conftest import REALDATA, gridlake_cli
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.adds_records]
 
 APEL = REALDATA / "osg-gracc-apel-summaries"
 

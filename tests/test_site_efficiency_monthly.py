@@ -74,6 +74,7 @@ def _records(path) -> list[dict[str, str]]:
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.adds_records
 def test_real_osg_summaries_keep_known_facts(spark, kafka) -> None:
     """AGLT2, January 2016: the ATLAS Data Management robot held 4,989,712 s of wall-clock for
     2,130 s of CPU; the site's ATLAS efficiency is that of everyone else once it is set apart."""
