@@ -82,9 +82,15 @@ def cmd_refine(args: argparse.Namespace) -> int:
 def cmd_analyze(args: argparse.Namespace) -> int:
     from gridlake.gold.analyze import analyze
 
+    from gridlake.views import ensure_views
+
     groups = args.only.split(",") if args.only else None
-    for table, rows in analyze(_spark(), groups=groups).items():
+    spark = _spark()
+    written = analyze(spark, groups=groups)
+    for table, rows in written.items():
         print(f"{table}: {rows} rows")
+    for view in ensure_views(spark, written):
+        print(f"view {view} created")
     return 0
 
 
