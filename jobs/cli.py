@@ -81,7 +81,6 @@ def cmd_refine(args: argparse.Namespace) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from gridlake.gold.analyze import analyze
-
     from gridlake.views import ensure_views
 
     groups = args.only.split(",") if args.only else None
