@@ -43,7 +43,9 @@ airflow_env() {
   export AIRFLOW_HOME="$GRIDLAKE_STATE/airflow"
   export AIRFLOW__CORE__DAGS_FOLDER="$GRIDLAKE_REPO/dags"
   export AIRFLOW__CORE__LOAD_EXAMPLES=False
-  export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///$AIRFLOW_HOME/airflow.db"
+  # timeout: seconds a connection waits for SQLite's write lock (default 5): with a scheduler, a DAG
+  # processor, the API server and a CLI writing at once on a loaded 2-core machine, 5 s is too short
+  export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///$AIRFLOW_HOME/airflow.db?timeout=120"
   # Two cores: one task at a time is plenty (the tasks are Spark jobs, each with local[2]).
   export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-2}"
   export AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG=1

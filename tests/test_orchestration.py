@@ -225,7 +225,9 @@ def test_pdf_report_has_every_section_and_every_plot_has_data(weekly_reports, gr
         _text, img = pages[hits[0]]
         w, h = img.size
         left, right = (0, 0, w // 2, h), (w // 2, 0, w, h)
-        assert _colored(img, left) > 50 and _colored(img, right) > 50, (key, site)
+        # one marker at 60 dpi is ~30 coloured pixels (a site with a single CPU model has one
+        # point in the speed panel); axes, grid lines and text are grey
+        assert _colored(img, left) > 20 and _colored(img, right) > 20, (key, site)
 
 
 # --- scheduled Airflow: backfill ---------------------------------------------------------------
@@ -322,9 +324,13 @@ def test_grid_maintenance_compacts_keeps_time_travel_and_builds_data_docs(weekly
     compacted = re.findall(r"(\S+): (\d+) -> (\d+) files \((\d+) compacted", out)
     assert compacted, out[-4000:]
     assert any(int(after) < int(before) for _t, before, after, _c in compacted), compacted
-    # VACUUM kept every file a version of the last 7 days needs: version 0 still reads.
-    first = spark.read.format("delta").option("versionAsOf", 0).load(SILVER_NODE_SAMPLES.path())
-    assert first.count() > 0
+    # VACUUM kept every file a version of the last 7 days needs: the first version with data
+    # (version 0 is the empty table `gridlake init` creates) still reads, with its rows.
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{SILVER_NODE_SAMPLES.path()}`").collect()
+    first_write = min(h.version for h in history if h.version > 0)
+    rows = next(h for h in history if h.version == first_write).operationMetrics
+    first = spark.read.format("delta").option("versionAsOf", first_write)
+    assert first.load(SILVER_NODE_SAMPLES.path()).count() > 0, (first_write, rows)
     docs = get_settings().state / "quality-docs" / "gx" / "uncommitted" / "data_docs" / "local_site"
     index = (docs / "index.html").read_text()
     assert "silver_jobs" in index and "silver_node_samples" in index
