@@ -6,7 +6,7 @@ VENV := $(GRIDLAKE_HOME)/venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: help install up down status demo test test-unit lint format bench docs clean-test
+.PHONY: help install up down status demo test test-nightly test-unit lint format bench docs clean-test
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -28,19 +28,23 @@ up: install ## start Derby (metastore), Kafka, the Spark Thrift Server and Super
 	@bash infra/superset.sh start
 
 down: ## stop every service of the instance, by PID
+	@bash infra/airflow.sh stop
 	@bash infra/superset.sh stop
 	@bash infra/thrift.sh stop
 	@bash infra/kafka.sh stop
 	@bash infra/derby.sh stop
 
 status: ## show what runs
-	@bash infra/derby.sh status; bash infra/kafka.sh status; bash infra/thrift.sh status; bash infra/superset.sh status
+	@bash infra/derby.sh status; bash infra/kafka.sh status; bash infra/thrift.sh status; bash infra/superset.sh status; bash infra/airflow.sh status
 
-demo: up ## the main job: demo week -> Kafka -> Airflow DAG (bronze, silver, gold) -> SQL and Superset
+demo: up ## the main job: simulated weeks -> Kafka -> Airflow DAGs -> gold, weekly reports, Superset; Airflow left running
 	@bash infra/demo.sh
 
 test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset
-	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest $(PYTEST_ARGS)
+	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m "not nightly" $(PYTEST_ARGS)
+
+test-nightly: install ## end-to-end DAG runs on a simulated grid (ingest, analytics twice, reports, backfill)
+	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m nightly $(PYTEST_ARGS)
 
 test-unit: install ## only the tests that need no service
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m "not integration" $(PYTEST_ARGS)

@@ -1,16 +1,33 @@
 #!/usr/bin/env bash
-# airflow.sh install|init|dags-test DAG [DATE]|status|run ARGS...|python FILE ARGS...
+# airflow.sh install|init|dags-test DAG [DATE]|start|stop|status|login|run ARGS...|python FILE ARGS...
 #   install    own venv in $GRIDLAKE_AIRFLOW_VENV from infra/airflow-lock.txt (resolves and writes
 #              the lock first when it is missing or its spec line differs from AIRFLOW_SPEC below)
 #   init       install, then `airflow db migrate` of the SQLite metadata DB (once per lock: a stamp
 #              holding the lock's hash skips it, so a new lock migrates every instance again)
 #   dags-test  init, then `airflow dags test DAG DATE` (DATE defaults to today, UTC); exits non-zero
 #              when the run does not end in state "success"
-#   status     venv, metadata DB and secrets at a glance
+#   start      a scheduled Airflow on 127.0.0.1: the components of `airflow standalone` (scheduler
+#              with the LocalExecutor, DAG processor, triggerer, API server and UI), each started
+#              on its own so that no log server is started (see "Log servers" below)
+#   stop       stop those components, by PID
+#   status     venv, metadata DB, secrets and components at a glance
+#   login      print the UI's URL, user and generated password
 #   run        any airflow command with gridlake's environment, e.g. `run tasks states-for-dag-run ..`
 #   python     the Airflow venv's python with that environment (no DB needed), e.g. the DAG checks
 # Airflow never shares a venv with Spark or Superset: tasks call the gridlake CLI of the main venv
-# ($GRIDLAKE_CLI). No web server is started here: `dags test` runs the tasks in-process.
+# ($GRIDLAKE_CLI).
+#
+# Log servers. `airflow scheduler` (with the LocalExecutor) and `airflow triggerer` each fork a
+# log server, `airflow serve-logs`, that binds every address: airflow/utils/serve_logs/core.py
+# runs uvicorn with host="" (or "::" in the URL it logs) on [logging] worker_log_server_port
+# (8793) / trigger_log_server_port (8794); no setting changes the host. `airflow standalone` starts
+# both that way. The log server only exists so that an API server on *another* machine can read
+# the logs of a running task; here the API server reads the same local log folder
+# (FileTaskHandler reads local files first). So `start` runs the components itself, the
+# scheduler and the triggerer with --skip-serve-logs (cli/commands/scheduler_command.py
+# _serve_logs, triggerer_command.py _serve_logs): no log server is forked, and nothing of
+# Airflow listens but the API server on 127.0.0.1. The scheduler's health-check server (also
+# 0.0.0.0 by default) stays disabled and is pinned to 127.0.0.1 should anyone enable it.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -18,13 +35,17 @@ AIRFLOW_SPEC="apache-airflow==3.3.2 pandas>=2.2,<3"
 LOCK="$GRIDLAKE_REPO/infra/airflow-lock.txt"
 VENV="$GRIDLAKE_AIRFLOW_VENV"
 SECRETS="$GRIDLAKE_STATE/secrets/airflow.env"
+PASSWORDS="$GRIDLAKE_STATE/secrets/airflow_passwords.json"
+COMPONENTS=(airflow-scheduler airflow-dag-processor airflow-triggerer airflow-api-server)
 
 # --- environment of every airflow call -------------------------------------------------------
 airflow_env() {
   export AIRFLOW_HOME="$GRIDLAKE_STATE/airflow"
   export AIRFLOW__CORE__DAGS_FOLDER="$GRIDLAKE_REPO/dags"
   export AIRFLOW__CORE__LOAD_EXAMPLES=False
-  export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///$AIRFLOW_HOME/airflow.db"
+  # timeout: seconds a connection waits for SQLite's write lock (default 5): with a scheduler, a DAG
+  # processor, the API server and a CLI writing at once on a loaded 2-core machine, 5 s is too short
+  export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///$AIRFLOW_HOME/airflow.db?timeout=120"
   # Two cores: one task at a time is plenty (the tasks are Spark jobs, each with local[2]).
   export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-2}"
   export AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG=1
@@ -32,6 +53,19 @@ airflow_env() {
   export AIRFLOW__API__PORT="$((8080 + GRIDLAKE_PORT_OFFSET))"
   export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$AIRFLOW__API__PORT/execution/"
   export AIRFLOW__LOGGING__BASE_LOG_FOLDER="$AIRFLOW_HOME/logs"
+  # Never started (see "Log servers" above); shifted anyway so instances could never collide.
+  export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT="$((8793 + GRIDLAKE_PORT_OFFSET))"
+  export AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT="$((8794 + GRIDLAKE_PORT_OFFSET))"
+  export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=False
+  export AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST=127.0.0.1
+  export AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT="$((8974 + GRIDLAKE_PORT_OFFSET))"
+  export AIRFLOW__CORE__EXECUTOR=LocalExecutor
+  export AIRFLOW__API__WORKERS=1
+  # The UI's login: one admin whose password is generated on first use (ensure_secrets).
+  export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin"
+  export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE="$PASSWORDS"
+  # Newly parsed DAGs start paused; `start` unpauses gridlake's own.
+  export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=True
   export GRIDLAKE_CLI="${GRIDLAKE_CLI:-$GRIDLAKE_VENV/bin/gridlake}"
   export PATH="$VENV/bin:$GRIDLAKE_VENV/bin:$PATH"
   mkdir -p "$AIRFLOW_HOME"
@@ -49,6 +83,15 @@ airflow_env() {
 # Secrets generated once per instance, never a default: JWT signing key of the API server, the
 # Flask secret key and the Fernet key that encrypts connections in the metadata DB.
 ensure_secrets() {
+  if [ ! -s "$PASSWORDS" ]; then
+    mkdir -p "$(dirname "$PASSWORDS")"
+    chmod 700 "$(dirname "$PASSWORDS")"
+    # SimpleAuthManager reads {"user": "password"}; writing it first means the password is never
+    # printed into a log by the API server (it prints the ones it has to generate).
+    (umask 077; python3 -c 'import json, secrets; print(json.dumps({"admin": secrets.token_urlsafe(18)}))' > "$PASSWORDS.tmp")
+    mv "$PASSWORDS.tmp" "$PASSWORDS"
+    chmod 600 "$PASSWORDS"
+  fi
   [ -s "$SECRETS" ] && return 0
   mkdir -p "$(dirname "$SECRETS")"
   chmod 700 "$(dirname "$SECRETS")"
@@ -140,7 +183,51 @@ dags_test() {
   return "$rc"
 }
 
+# --- start / stop ------------------------------------------------------------------------------
+start() {
+  init
+  airflow_env
+  if pid_alive airflow-api-server && pid_alive airflow-scheduler; then
+    log "airflow: already running on http://127.0.0.1:$AIRFLOW__API__PORT"
+    return 0
+  fi
+  stop_components
+  log "airflow: starting scheduler, DAG processor, triggerer and API server on 127.0.0.1"
+  local a="$VENV/bin/airflow" logs="$GRIDLAKE_LOGS"
+  start_bg airflow-scheduler "$logs/airflow-scheduler.log" "$a" scheduler --skip-serve-logs
+  start_bg airflow-dag-processor "$logs/airflow-dag-processor.log" "$a" dag-processor
+  start_bg airflow-triggerer "$logs/airflow-triggerer.log" "$a" triggerer --skip-serve-logs
+  start_bg airflow-api-server "$logs/airflow-api-server.log" \
+    "$a" api-server --host 127.0.0.1 --port "$AIRFLOW__API__PORT" --workers 1
+  wait_port "$AIRFLOW__API__PORT" 180 airflow-api-server
+  # The DAG processor registers the DAGs a few seconds after start; then unpause gridlake's.
+  local dags=(grid_ingest grid_analytics grid_weekly_site_reports grid_maintenance) d
+  for d in "${dags[@]}"; do
+    for _ in $(seq 1 90); do
+      "$a" dags unpause "$d" > /dev/null 2>&1 && break
+      pid_alive airflow-dag-processor || die "airflow DAG processor exited; see $logs/airflow-dag-processor.log"
+      sleep 2
+    done
+  done
+  log "airflow: up on http://127.0.0.1:$AIRFLOW__API__PORT (DAGs unpaused: ${dags[*]})"
+}
+
+stop_components() {
+  local c
+  for c in "${COMPONENTS[@]}"; do stop_pid "$c"; done
+}
+
+login() {
+  airflow_env
+  echo "Airflow UI:   http://127.0.0.1:$AIRFLOW__API__PORT  (user admin, password in $PASSWORDS:"
+  echo "              $("$VENV/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["admin"])' "$PASSWORDS"))"
+}
+
 status() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    if pid_alive "$c"; then echo "airflow   $c running (pid $(cat "$GRIDLAKE_RUN/$c.pid"))"; fi
+  done
   if [ -x "$VENV/bin/airflow" ]; then
     echo "airflow   venv     $VENV ($("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("apache-airflow"))'))"
   else
@@ -155,8 +242,11 @@ case "${1:-status}" in
   install) install ;;
   init) init ;;
   dags-test) shift; dags_test "$@" ;;
+  start) start ;;
+  stop) stop_components ;;
+  login) install; login ;;
   status) status ;;
   run) shift; init; airflow_cmd "$@" ;;
   python) shift; install; airflow_env; exec "$VENV/bin/python" "$@" ;;
-  *) die "usage: airflow.sh install|init|dags-test DAG [DATE]|status|run ARGS...|python FILE ARGS..." ;;
+  *) die "usage: airflow.sh install|init|dags-test DAG [DATE]|start|stop|status|login|run ARGS...|python FILE ARGS..." ;;
 esac

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# System packages a fresh Debian machine needs: Java 17, Maven, Chromium (browser tests), fonts.
+# System packages a fresh Debian machine needs: Java 17, Maven, Chromium (browser tests, report
+# PDFs), fonts, poppler-utils (the report tests render PDFs to PNG with pdftoppm).
 # Idempotent: installs only what is missing.
 set -euo pipefail
 need=()
@@ -7,6 +8,7 @@ command -v java >/dev/null || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need+=(maven)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 dpkg -s fonts-dejavu-core >/dev/null 2>&1 || need+=(fonts-dejavu-core)
+command -v pdftoppm >/dev/null || need+=(poppler-utils)
 command -v ss >/dev/null || need+=(iproute2)
 command -v setsid >/dev/null || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then

@@ -38,12 +38,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
+    from gridlake.orchestration import FEATURE_INPUTS
     from gridlake.quality import QualityGateError
     from gridlake.silver.refine import SPECS, refine, refresh_job_node_features
 
     inputs = args.inputs.split(",") if args.inputs else list(SPECS)
+    unknown = [name for name in inputs if name not in SPECS]
+    if unknown:
+        print(f"unknown input(s) {', '.join(unknown)}; one of {', '.join(SPECS)}", file=sys.stderr)
+        return 2
     spark = _spark()
     batch_ids: list[str] = []
+    bronze_rows = 0
     for name in inputs:
         try:
             s = refine(spark, name, accept_volume_drop=args.accept_volume_drop)
@@ -62,17 +68,28 @@ def cmd_refine(args: argparse.Namespace) -> int:
             f"{s.quarantined_rows} quarantined"
         )
         batch_ids += [str(a["batch_id"]) for a in s.audit]
-    weeks = refresh_job_node_features(spark, batch_ids)
-    print(f"silver.job_node_features: {len(weeks)} weeks refreshed {weeks}")
+        bronze_rows += s.bronze_rows
+    if any(name in FEATURE_INPUTS for name in inputs):
+        weeks = refresh_job_node_features(spark, batch_ids)
+        print(f"silver.job_node_features: {len(weeks)} weeks refreshed {weeks}")
+    if bronze_rows == 0 and args.idle_exit_code is not None:
+        # Airflow skips a task that exits with this code: no asset event, no analytics run.
+        print(f"nothing new in bronze for {', '.join(inputs)}: exit {args.idle_exit_code}")
+        return int(args.idle_exit_code)
     return 0
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from gridlake.gold.analyze import analyze
+    from gridlake.views import ensure_views
 
     groups = args.only.split(",") if args.only else None
-    for table, rows in analyze(_spark(), groups=groups).items():
+    spark = _spark()
+    written = analyze(spark, groups=groups)
+    for table, rows in written.items():
         print(f"{table}: {rows} rows")
+    for view in ensure_views(spark, written):
+        print(f"view {view} created")
     return 0
 
 
@@ -134,9 +151,101 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """Weekly site reports, the grid summary and the index (HTML and PDF)."""
+    from gridlake.report import (
+        NoGoldDataError,
+        build_reports,
+        ensure_views,
+        parse_week,
+        report_dir,
+        week_label,
+        week_sites,
+    )
+
+    try:
+        week = parse_week(args.week) if args.week else _week_start(None)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    everything = not (args.site or args.all_sites or args.summary)
+    spark = _spark()
+    ensure_views(spark)
+    try:
+        sites = args.site or (week_sites(spark, week) if args.all_sites or everything else [])
+        files = build_reports(
+            spark,
+            week,
+            sites,
+            summary=args.summary or everything,
+            pdf=not args.no_pdf,
+            progress=not args.quiet,
+        )
+    except NoGoldDataError as exc:
+        print(f"report {week_label(week)} FAILED: {exc}", file=sys.stderr)
+        return 3
+    print(f"{len(files)} files for {week_label(week)} in {report_dir(week)}")
+    for f in files:
+        print(f"  {f.name}")
+    return 0
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    """Delta OPTIMIZE and VACUUM of every table (or --tables)."""
+    from gridlake.maintain import maintain, maintained_tables
+
+    both = not (args.optimize or args.vacuum)
+    known = {t.full_name: t for t in maintained_tables()}
+    names = args.tables.split(",") if args.tables else list(known)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"unknown table(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    try:
+        results = maintain(
+            _spark(),
+            [known[n] for n in names],
+            optimize=args.optimize or both,
+            vacuum=args.vacuum or both,
+            retain_hours=args.retain_hours,
+        )
+        failed = 0
+        for r in results:
+            if r.error:
+                failed += 1
+                print(f"{r.table}: FAILED {r.error}", file=sys.stderr)
+            else:
+                print(
+                    f"{r.table}: {r.files_before} -> {r.files_after} files "
+                    f"({r.files_compacted} compacted, {r.files_vacuumed} vacuumed)"
+                )
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return 1 if failed else 0
+
+
+def cmd_quality_docs(args: argparse.Namespace) -> int:
+    """great_expectations Data Docs from the table checks and the kept gate results."""
+    from gridlake.quality_docs import build_quality_docs
+
+    docs = build_quality_docs(_spark(), keep_batches=args.keep_batches)
+    print(
+        f"Data Docs: {docs.suites} expectation suites, {docs.validations} validation results"
+        + (
+            f" ({docs.skipped_results} results of retired checks left out)"
+            if docs.skipped_results
+            else ""
+        )
+        + f"\n  {docs.index}"
+    )
+    return 0
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
     """The README's table reference and the grid views' SQL files, from the Table definitions."""
     from gridlake.docs import BEGIN, END, render, update_readme
+    from gridlake.orchestration import MANIFEST_PATH, render_manifest, write_manifest
     from gridlake.settings import REPO_ROOT
     from gridlake.views import VIEW_DIR, render_view, view_sources, write_view_files
 
@@ -149,10 +258,12 @@ def cmd_docs(args: argparse.Namespace) -> int:
         stale += [f"sql/grid/{n}" for n in sorted(set(wanted) | set(files))
                   if wanted.get(n) != files.get(n)]  # fmt: skip
         stale += _stale_assets()
+        if not MANIFEST_PATH.is_file() or MANIFEST_PATH.read_text() != render_manifest():
+            stale.append(f"dags/{MANIFEST_PATH.name}")
         if stale:
             print(f"stale: {', '.join(stale)}: run `gridlake docs`", file=sys.stderr)
             return 1
-        print("README table reference, sql/grid views and superset/assets are current")
+        print("README table reference, sql/grid views, superset/assets, DAG manifest: current")
         return 0
     print("README.md updated" if update_readme() else "README.md already current")
     changed = write_view_files()
@@ -161,6 +272,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
     from gridlake.superset_assets import write_assets
 
     print(f"superset/assets: {len(write_assets())} YAML files written or removed")
+    print(f"dags/{MANIFEST_PATH.name} " + ("updated" if write_manifest() else "already current"))
     return 0
 
 
@@ -356,7 +468,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_ingest)
 
     s = sub.add_parser("refine", help="bronze -> silver (validate, quarantine, gate, MERGE)")
-    s.add_argument("--inputs", help="comma-separated subset of: jobs,nodes,network")
+    s.add_argument(
+        "--inputs", help="comma-separated subset of: jobs,nodes,network,accounting_summaries"
+    )
+    s.add_argument(
+        "--idle-exit-code",
+        type=int,
+        metavar="N",
+        help="exit N (instead of 0) when bronze held nothing new (Airflow skips the task on 99)",
+    )
     s.add_argument("--accept-volume-drop", action="store_true",
                    help="let batches below the volume rule through (a genuine drop)")  # fmt: skip
     s.set_defaults(func=cmd_refine)
@@ -381,7 +501,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--weeks", type=int, default=4, help="ISO weeks of work (default 4: a month)")
     s.set_defaults(func=cmd_whatif)
 
-    s = sub.add_parser("docs", help="regenerate the README table reference and sql/grid views")
+    s = sub.add_parser(
+        "docs", help="regenerate the README table reference, sql/grid views and DAG manifest"
+    )
     s.add_argument("--check", action="store_true", help="only say whether it is current")
     s.set_defaults(func=cmd_docs)
 
@@ -397,6 +519,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("user", nargs="?", help="user name (add-site-user)")
     s.add_argument("--check", action="store_true", help="assets: only say whether current")
     s.set_defaults(func=cmd_superset)
+
+    s = sub.add_parser(
+        "report", help="weekly site reports, grid summary and index (HTML + PDF) of an ISO week"
+    )
+    s.add_argument(
+        "--week", help="ISO week (2026-W46) or a date in it (default: the week just ended)"
+    )
+    s.add_argument("--site", action="append", help="one site (repeatable); default: every site")
+    s.add_argument("--all-sites", action="store_true", help="every site with jobs in the week")
+    s.add_argument("--summary", action="store_true", help="the grid-wide summary and the index")
+    s.add_argument("--no-pdf", action="store_true", help="HTML only")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("maintain", help="Delta OPTIMIZE and VACUUM (retention >= 7 days)")
+    s.add_argument("--optimize", action="store_true", help="only compact (default: both)")
+    s.add_argument("--vacuum", action="store_true", help="only vacuum (default: both)")
+    s.add_argument("--retain-hours", type=float, default=168.0, help="VACUUM retention, >= 168")
+    s.add_argument("--tables", help="comma-separated full names (default: every table)")
+    s.set_defaults(func=cmd_maintain)
+
+    s = sub.add_parser("quality-docs", help="great_expectations Data Docs of the quality checks")
+    s.add_argument("--keep-batches", type=int, default=20, help="latest batches per table")
+    s.set_defaults(func=cmd_quality_docs)
 
     s = sub.add_parser("publish", help="publish files (canonical JSON lines, or --format FMT)")
     s.add_argument("--topic", choices=sorted(v for v in TOPICS.values()),

@@ -12,6 +12,7 @@ The SQL files in ``sql/grid/`` are generated from the ``Table`` definitions by `
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -22,6 +23,7 @@ from gridlake.tabledef import Column, Table, _q
 __all__ = [
     "VIEW_DATABASE",
     "create_views",
+    "ensure_views",
     "render_view",
     "view_columns",
     "view_files",
@@ -91,15 +93,39 @@ def view_files() -> list[Path]:
     return sorted(VIEW_DIR.glob("*.sql"))
 
 
-def create_views(spark: SparkSession, settings: Settings | None = None) -> list[str]:
-    """(Re)create every view in sql/grid/ (their tables must exist); returns their names."""
-    settings = settings or get_settings()
+def _view_database(spark: SparkSession, settings: Settings) -> None:
     spark.sql(
         f"CREATE DATABASE IF NOT EXISTS {VIEW_DATABASE} "
         f"LOCATION '{settings.storage_root.rstrip('/')}/{VIEW_DATABASE}'"
     )
+
+
+def create_views(spark: SparkSession, settings: Settings | None = None) -> list[str]:
+    """(Re)create every view in sql/grid/ (their tables must exist); returns their names."""
+    settings = settings or get_settings()
+    _view_database(spark, settings)
     names = []
     for path in view_files():
         spark.sql(path.read_text())
         names.append(f"{VIEW_DATABASE}.{path.stem}")
     return names
+
+
+def ensure_views(
+    spark: SparkSession, table_names: Iterable[str], settings: Settings | None = None
+) -> list[str]:
+    """Create the views of these tables (full names, e.g. what ``analyze`` wrote) that do not
+    exist yet, so a fresh warehouse built by the DAGs alone is queryable through ``grid``;
+    returns the views created. Existing views are left alone (``gridlake init`` replaces them
+    all after an upgrade). Each job names only its own tables, so jobs running side by side
+    never create the same view."""
+    settings = settings or get_settings()
+    wanted = set(table_names)
+    tables = [t for t in view_sources() if t.full_name in wanted]
+    missing = [t for t in tables if not spark.catalog.tableExists(view_name(t))]
+    if not missing:
+        return []
+    _view_database(spark, settings)
+    for table in missing:
+        spark.sql((VIEW_DIR / f"{table.name}.sql").read_text())
+    return [view_name(t) for t in missing]

@@ -1,4 +1,6 @@
-"""Airflow: DAG integrity, the pipeline DAG run end to end, and a failing task failing the run.
+"""Airflow: DAG integrity and structure, and the DAGs run by `airflow dags test` with a stand-in
+CLI (task order, skipped idle refines, a failed quality gate, the report week, retries). The
+same DAGs on real data: tests/test_orchestration.py.
 
 Airflow lives in its own venv (infra/airflow.sh), so these tests drive it through that script in
 subprocesses; they never import airflow. GRIDLAKE_INSTANCE=test (set by conftest) gives them an
@@ -10,9 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import textwrap
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,6 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 AIRFLOW_SH = REPO / "infra" / "airflow.sh"
 DAG_REPORT = Path(__file__).resolve().parent / "airflow_checks" / "dag_report.py"
-PIPELINE_TASKS = ["ingest", "refine", "analyze"]
 
 
 def airflow_sh(*args: str, env: dict[str, str] | None = None, timeout: float = 600):
@@ -86,11 +87,17 @@ def task_states(dag_id: str, run_id: str) -> dict[str, str]:
     return {row["task_id"]: row["state"] for row in json.loads(line)}
 
 
-def fake_cli(tmp_path: Path, exit_code: int) -> tuple[Path, Path]:
-    """A stand-in for the gridlake CLI that records its calls and exits with exit_code."""
+def fake_cli(tmp_path: Path, exit_code: int = 0, fail: str = "", message: str = ""):
+    """A stand-in for the gridlake CLI that records its calls: exits ``exit_code``, or 3 with
+    ``message`` on stderr for calls starting with ``fail``."""
     calls = tmp_path / "calls.txt"
     script = tmp_path / "gridlake"
-    script.write_text(f'#!/usr/bin/env bash\necho "$*" >> "{calls}"\nexit {exit_code}\n')
+    script.write_text(
+        "#!/usr/bin/env bash\n"
+        f'echo "$*" >> "{calls}"\n'
+        + (f'case "$*" in "{fail}"*) echo "{message}" >&2; exit 3 ;; esac\n' if fail else "")
+        + f"exit {exit_code}\n"
+    )
     script.chmod(0o755)
     return script, calls
 
@@ -108,19 +115,98 @@ def test_dags_import_and_keep_the_house_rules(report):
     assert policy_violations(report) == []
 
 
-def test_grid_pipeline_calls_the_cli_in_layer_order(report):
-    dag = report["dags"]["grid_pipeline"]
-    tasks = {t["task_id"]: t for t in dag["tasks"]}
-    assert sorted(tasks) == sorted(PIPELINE_TASKS)
-    assert tasks["ingest"]["upstream"] == []
-    assert tasks["refine"]["upstream"] == ["ingest"]
-    assert tasks["analyze"]["upstream"] == ["refine"]
-    for name, task in tasks.items():
-        assert task["bash_command"] == f'"${{GRIDLAKE_CLI:-gridlake}}" {name}'
-    assert tasks["refine"]["outlets"] == ["gridlake://silver/jobs"]
-    assert tasks["analyze"]["outlets"] == ["gridlake://gold/site_efficiency_weekly"]
-    assert dag["owner"] == "grid-ops"
-    assert dag["catchup"] is False
+DAG_IDS = {"grid_ingest", "grid_analytics", "grid_weekly_site_reports", "grid_maintenance"}
+CLI = '"${GRIDLAKE_CLI:-gridlake}"'
+
+
+def manifest() -> dict:
+    return json.loads((REPO / "dags" / "gridlake_manifest.json").read_text())
+
+
+def tasks_of(report: dict, dag_id: str) -> dict[str, dict]:
+    return {t["task_id"]: t for t in report["dags"][dag_id]["tasks"]}
+
+
+def test_the_four_dags_and_their_schedules(report):
+    dags = report["dags"]
+    assert set(dags) == DAG_IDS
+    for dag in dags.values():
+        assert dag["owner"] == "grid-ops" and "gridlake" in dag["tags"]
+        assert dag["catchup"] is False
+    assert "expression='*/15 * * * *'" in dags["grid_ingest"]["timetable_repr"]
+    analytics = dags["grid_analytics"]
+    assert analytics["timetable"] == "AssetOrTimeSchedule"
+    assert "expression='0 3 * * *'" in analytics["timetable_repr"]  # the daily fallback
+    silver = {t for step in manifest()["refine"] for t in step["writes"]}
+    for table in silver:  # triggered by any silver table grid_ingest publishes
+        assert f"uri='gridlake://{table.replace('.', '/')}'" in analytics["timetable_repr"]
+    weekly = dags["grid_weekly_site_reports"]["timetable_repr"]
+    assert "expression='0 6 * * 1'" in weekly and "timezone='UTC'" in weekly
+    assert "interval=datetime.timedelta(days=7)" in weekly  # data interval = the week just ended
+    assert "expression='0 4 * * 0'" in dags["grid_maintenance"]["timetable_repr"]
+
+
+def test_grid_ingest_refines_each_input_and_publishes_its_silver_tables(report):
+    tasks = tasks_of(report, "grid_ingest")
+    steps = manifest()["refine"]
+    assert sorted(tasks) == sorted(["ingest"] + [f"refine_{s['input']}" for s in steps])
+    assert tasks["ingest"]["bash_command"] == f"{CLI} ingest"
+    for step in steps:
+        task = tasks[f"refine_{step['input']}"]
+        assert task["bash_command"] == f"{CLI} refine --inputs {step['input']} --idle-exit-code 99"
+        assert task["outlets"] == sorted(
+            f"gridlake://{t.replace('.', '/')}" for t in step["writes"]
+        )
+        assert task["upstream"] == sorted(["ingest"] + [f"refine_{a}" for a in step["after"]])
+        assert task["trigger_rule"] == "TriggerRule.NONE_FAILED"
+    assert tasks["refine_jobs"]["upstream"] == ["ingest", "refine_nodes"]
+    assert "gridlake://silver/jobs" in tasks["refine_jobs"]["outlets"]
+
+
+def test_grid_analytics_has_one_task_per_gold_group(report):
+    tasks = tasks_of(report, "grid_analytics")
+    groups = manifest()["gold_groups"]
+    assert sorted(tasks) == sorted(f"analyze_{g['group']}" for g in groups)
+    for g in groups:
+        task = tasks[f"analyze_{g['group']}"]
+        assert task["bash_command"] == f"{CLI} analyze --only {g['group']}"
+        assert task["outlets"] == sorted(f"gridlake://{t.replace('.', '/')}" for t in g["writes"])
+        assert task["upstream"] == sorted(f"analyze_{a}" for a in g["after"])
+    assert "gridlake://gold/site_efficiency_weekly" in tasks["analyze_site_efficiency"]["outlets"]
+
+
+def test_weekly_reports_and_maintenance_tasks(report):
+    reports = tasks_of(report, "grid_weekly_site_reports")
+    week = "{{ data_interval_start | ds }}"
+    assert reports["site_reports"]["bash_command"] == (
+        f"{CLI} report --week {week} --all-sites --quiet"
+    )
+    assert (
+        reports["summary_and_index"]["bash_command"]
+        == f"{CLI} report --week {week} --summary --quiet"
+    )
+    assert reports["summary_and_index"]["upstream"] == ["site_reports"]
+    maint = tasks_of(report, "grid_maintenance")
+    assert maint["optimize"]["bash_command"] == f"{CLI} maintain --optimize"
+    assert maint["vacuum"]["bash_command"] == f"{CLI} maintain --vacuum --retain-hours 168"
+    assert maint["vacuum"]["upstream"] == ["optimize"]
+    assert maint["quality_docs"]["bash_command"] == f"{CLI} quality-docs"
+
+
+def test_a_new_gold_group_needs_no_dag_edit(tmp_path):
+    """Adding a group is one line in gridlake.gold.analyze (GROUPS, and DEPENDS_ON when it reads
+    other groups' tables); `gridlake docs` writes the manifest and the DAG follows it."""
+    dags = tmp_path / "dags"
+    shutil.copytree(REPO / "dags", dags)
+    m = manifest()
+    m["gold_groups"].append(
+        {"group": "planted", "after": ["site_efficiency", "network"], "writes": ["gold.planted"]}
+    )
+    (dags / "gridlake_manifest.json").write_text(json.dumps(m))
+    tasks = tasks_of(dag_report(tmp_path, dags), "grid_analytics")
+    assert tasks["analyze_planted"]["upstream"] == ["analyze_network", "analyze_site_efficiency"]
+    assert tasks["analyze_planted"]["outlets"] == ["gridlake://gold/planted"]
+    assert tasks["analyze_planted"]["bash_command"] == f"{CLI} analyze --only planted"
 
 
 def test_integrity_check_catches_bad_dags(tmp_path):
@@ -160,12 +246,75 @@ def test_integrity_check_catches_bad_dags(tmp_path):
 
 
 @pytest.mark.slow
-def test_dags_test_runs_the_tasks_in_order(tmp_path):
-    cli, calls = fake_cli(tmp_path, exit_code=0)
-    result = airflow_sh("dags-test", "grid_pipeline", "2025-01-06", env={"GRIDLAKE_CLI": str(cli)})
+def test_grid_ingest_runs_refine_after_ingest_nodes_before_jobs(tmp_path):
+    cli, calls = fake_cli(tmp_path)
+    result = airflow_sh("dags-test", "grid_ingest", "2025-01-06", env={"GRIDLAKE_CLI": str(cli)})
     assert result.returncode == 0, result.stdout[-4000:]
-    assert calls.read_text().split() == PIPELINE_TASKS
+    lines = calls.read_text().splitlines()
+    assert lines[0] == "ingest"
+    refine = [line for line in lines if line.startswith("refine")]
+    assert sorted(refine) == sorted(
+        f"refine --inputs {s['input']} --idle-exit-code 99" for s in manifest()["refine"]
+    )
+    assert lines.index("refine --inputs nodes --idle-exit-code 99") < lines.index(
+        "refine --inputs jobs --idle-exit-code 99"
+    )
     assert finished_run(result.stdout)[1] == "success"
+
+
+@pytest.mark.slow
+def test_idle_refine_tasks_are_skipped_and_the_run_succeeds(tmp_path):
+    """Exit 99 (nothing new in bronze) skips the task: no asset event, no analytics run; the
+    jobs refine still runs after a skipped nodes refine."""
+    cli, calls = fake_cli(tmp_path, exit_code=99)
+    ingest_ok = tmp_path / "wrapper"
+    ingest_ok.write_text(f'#!/usr/bin/env bash\n[ "$1" = ingest ] && exit 0\nexec "{cli}" "$@"\n')
+    ingest_ok.chmod(0o755)
+    result = airflow_sh(
+        "dags-test", "grid_ingest", "2025-01-07", env={"GRIDLAKE_CLI": str(ingest_ok)}
+    )
+    assert result.returncode == 0, result.stdout[-4000:]
+    run_id, state = finished_run(result.stdout)
+    assert state == "success"
+    states = task_states("grid_ingest", run_id)
+    assert states.pop("ingest") == "success"
+    assert states == {f"refine_{s['input']}": "skipped" for s in manifest()["refine"]}
+    assert "refine --inputs jobs --idle-exit-code 99" in calls.read_text()
+
+
+@pytest.mark.slow
+def test_failed_quality_gate_fails_its_task_with_the_reason(tmp_path):
+    reason = (
+        "refine jobs FAILED: quality gate failed for silver.jobs: not_null(site) unexpected_count=3"
+    )
+    cli, calls = fake_cli(tmp_path, fail="refine --inputs jobs", message=reason)
+    result = airflow_sh(
+        "dags-test", "grid_ingest", "2025-01-13",
+        env={"GRIDLAKE_CLI": str(cli), "GRIDLAKE_RETRY_DELAY_SECONDS": "1"}, timeout=300,
+    )  # fmt: skip
+    assert result.returncode != 0, result.stdout[-4000:]
+    run_id, state = finished_run(result.stdout)
+    assert state == "failed"
+    assert reason in result.stdout  # the task log carries the reason
+    # One try and two retries; the other inputs are refined all the same.
+    assert calls.read_text().splitlines().count("refine --inputs jobs --idle-exit-code 99") == 3
+    states = task_states("grid_ingest", run_id)
+    assert states["refine_jobs"] == "failed"
+    assert states["refine_nodes"] == states["refine_network"] == "success"
+
+
+@pytest.mark.slow
+def test_weekly_reports_take_the_week_of_the_data_interval(tmp_path):
+    cli, calls = fake_cli(tmp_path)
+    # A run on Monday 2026-11-23 covers the seven days before: the week 2026-W47 (from 11-16).
+    result = airflow_sh(
+        "dags-test", "grid_weekly_site_reports", "2026-11-23", env={"GRIDLAKE_CLI": str(cli)}
+    )
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert calls.read_text().splitlines() == [
+        "report --week 2026-11-16 --all-sites --quiet",
+        "report --week 2026-11-16 --summary --quiet",
+    ]
 
 
 @pytest.mark.slow
@@ -173,42 +322,17 @@ def test_failing_task_fails_dags_test_after_two_retries(tmp_path):
     cli, calls = fake_cli(tmp_path, exit_code=3)
     result = airflow_sh(
         "dags-test",
-        "grid_pipeline",
+        "grid_analytics",
         "2025-01-13",
         env={"GRIDLAKE_CLI": str(cli), "GRIDLAKE_RETRY_DELAY_SECONDS": "1"},
-        timeout=120,
+        timeout=300,
     )
     assert result.returncode != 0, result.stdout[-4000:]
-    # One try and two retries of ingest; refine and analyze never start.
-    assert calls.read_text().split() == ["ingest"] * 3
+    # Every independent group's task: one try and two retries each; a group that runs after
+    # others never starts (upstream_failed); then the run fails.
+    lines = calls.read_text().splitlines()
+    groups = manifest()["gold_groups"]
+    assert any(g["after"] for g in groups) and any(not g["after"] for g in groups)
+    for g in groups:
+        assert lines.count(f"analyze --only {g['group']}") == (0 if g["after"] else 3), g
     assert finished_run(result.stdout)[1] == "failed"
-
-
-# --- the real pipeline -------------------------------------------------------------------------
-
-
-@pytest.mark.integration
-@pytest.mark.slow
-def test_grid_pipeline_builds_gold(jobs_published, spark):
-    started = datetime.now().replace(microsecond=0)  # naive local, as PySpark returns timestamps
-    result = airflow_sh(
-        "dags-test",
-        "grid_pipeline",
-        datetime.now(UTC).strftime("%Y-%m-%d"),
-        # An empty GRIDLAKE_CLI makes airflow.sh use the main venv's real CLI.
-        env={"GRIDLAKE_CLI": "", "GRIDLAKE_RETRY_DELAY_SECONDS": "5"},
-        timeout=1800,
-    )
-    assert result.returncode == 0, result.stdout[-6000:]
-    run_id, state = finished_run(result.stdout)
-    assert state == "success"
-    assert task_states("grid_pipeline", run_id) == dict.fromkeys(PIPELINE_TASKS, "success")
-    assert commands_run(result.stdout) == PIPELINE_TASKS, "a task needed a retry"
-
-    table = "gold.site_efficiency_weekly"
-    assert spark.catalog.tableExists(table)
-    # Written by this run's analyze task (a fixture may have filled the table before):
-    # analyze overwrites, so every run leaves a new Delta version.
-    assert spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").first()["timestamp"] >= started
-    spark.catalog.refreshTable(table)  # written by the DAG's own Spark, not this session
-    assert spark.table(table).count() > 0

@@ -47,6 +47,17 @@ GROUPS = (
     "serving",
 )
 
+# Groups that read gold tables of other groups, and those groups (a group listed here runs after
+# them, in ``analyze`` and as Airflow tasks of grid_analytics). Groups not listed read silver only.
+# Each dependency must come earlier in GROUPS. After a change run ``gridlake docs``: it writes the
+# DAG's manifest (dags/gridlake_manifest.json), so the DAG gains the task with no DAG edit.
+DEPENDS_ON: dict[str, tuple[str, ...]] = {
+    # cost reads the speed factors, site anomalies, I/O profiles and the network cost matrix
+    "cost": ("speed_factors", "io_signatures", "network"),
+    # serving pre-aggregates gold.network_link_status
+    "serving": ("network",),
+}
+
 
 def _group_tables(group: str) -> tuple[Table, ...]:
     if group == "site_efficiency":

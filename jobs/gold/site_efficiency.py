@@ -1,8 +1,9 @@
 """gold.site_efficiency_weekly and gold.site_jobtype_efficiency_weekly: CPU efficiency, events,
-badput and retry waste per week and site (ratios of sums, never means of ratios).
+badput and retry waste per week and site (ratios of sums, never means of ratios); and
+gold.site_failure_modes_weekly: the failed attempts behind the badput, by failure mode.
 
-Both tables share one aggregation (``efficiency_measures``) and one set of measure columns
-(``MEASURE_COLUMNS``); they differ only in their grain.
+The two efficiency tables share one aggregation (``efficiency_measures``) and one set of measure
+columns (``MEASURE_COLUMNS``); they differ only in their grain.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from gridlake.tabledef import Check, Column, Table
 
 __all__ = [
     "GOLD_SITE_EFFICIENCY_WEEKLY",
+    "GOLD_SITE_FAILURE_MODES_WEEKLY",
     "GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY",
     "MEASURE_COLUMNS",
     "TABLES",
     "compute",
     "efficiency_measures",
     "site_efficiency_weekly",
+    "site_failure_modes_weekly",
     "site_jobtype_efficiency_weekly",
     "with_retried_flag",
 ]
@@ -125,7 +128,50 @@ GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY = _table(
     ),
 )
 
-TABLES: tuple[Table, ...] = (GOLD_SITE_EFFICIENCY_WEEKLY, GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY)
+GOLD_SITE_FAILURE_MODES_WEEKLY = Table(
+    database="gold",
+    name="site_failure_modes_weekly",
+    question="How do a site's jobs fail, and which failure mode wastes the most core-hours?",
+    grain="one row per week, site, job_type and failure_mode with at least one failed attempt.",
+    description=(
+        "Failed attempts and the core-hours they wasted per site, job type and failure mode per "
+        "ISO week (every attempt in silver, outliers included), beside the attempts of the same "
+        "site, job type and week."
+    ),
+    columns=(
+        _WEEK,
+        _SITE,
+        _JOB_TYPE,
+        Column(
+            "failure_mode",
+            "STRING",
+            "Failure class (stage-in, lost-heartbeat, memory, app-crash, ...); 'unknown' when a "
+            "failed attempt names none",
+        ),
+        Column("failed_jobs", "BIGINT", "Failed attempts with this failure mode"),
+        Column("wasted_core_hours", "DOUBLE", "Core-hours (wall x cores) of those attempts"),
+        Column("retried_jobs", "BIGINT", "Of those, attempts retried (another attempt's retry_of)"),
+        Column("attempts", "BIGINT", "Every attempt of the site, job type and week"),
+        Column("failure_rate", "DOUBLE", "failed_jobs / attempts"),
+    ),
+    checks=(
+        Check("not_null", "week"),
+        Check("not_null", "site"),
+        Check("between", "failed_jobs", {"min_value": 1}),
+    ),
+    example=(
+        "SELECT site, failure_mode, sum(failed_jobs) AS failed, round(sum(wasted_core_hours)) "
+        "AS wasted_h FROM gold.site_failure_modes_weekly WHERE week = (SELECT max(week) FROM "
+        "gold.site_failure_modes_weekly) GROUP BY site, failure_mode ORDER BY wasted_h DESC "
+        "LIMIT 10"
+    ),
+)
+
+TABLES: tuple[Table, ...] = (
+    GOLD_SITE_EFFICIENCY_WEEKLY,
+    GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY,
+    GOLD_SITE_FAILURE_MODES_WEEKLY,
+)
 
 
 def with_retried_flag(jobs: DataFrame) -> DataFrame:
@@ -205,9 +251,33 @@ def site_jobtype_efficiency_weekly(jobs: DataFrame) -> DataFrame:
     return efficiency_measures(jobs, ("week", "site", "vo", "job_type"))
 
 
+def site_failure_modes_weekly(jobs: DataFrame) -> DataFrame:
+    """silver.jobs -> one row per (week, site, job_type, failure_mode) with failed attempts."""
+    keys = ("week", "site", "job_type")
+    flagged = with_retried_flag(jobs).withColumn(
+        "failure_mode", F.coalesce(F.col("failure_mode"), F.lit("unknown"))
+    )
+    attempts = jobs.groupBy(*keys).agg(F.count(F.lit(1)).alias("attempts"))
+    failed = (
+        flagged.where(F.col("status") == "failed")
+        .groupBy(*keys, "failure_mode")
+        .agg(
+            F.count(F.lit(1)).alias("failed_jobs"),
+            (F.sum("cores_wall_seconds") / 3600.0).alias("wasted_core_hours"),
+            F.count(F.when(F.col("was_retried"), 1)).alias("retried_jobs"),
+        )
+    )
+    return failed.join(attempts, list(keys)).withColumn(
+        "failure_rate", F.col("failed_jobs") / F.col("attempts")
+    )
+
+
 def compute(jobs: DataFrame) -> dict[str, DataFrame]:
-    """silver.jobs -> both tables of this module by full name, conformed to their definitions."""
+    """silver.jobs -> the tables of this module by full name, conformed to their definitions."""
     return {
+        GOLD_SITE_FAILURE_MODES_WEEKLY.full_name: GOLD_SITE_FAILURE_MODES_WEEKLY.conform(
+            site_failure_modes_weekly(jobs)
+        ),
         GOLD_SITE_EFFICIENCY_WEEKLY.full_name: GOLD_SITE_EFFICIENCY_WEEKLY.conform(
             site_efficiency_weekly(jobs)
         ),

@@ -30,6 +30,7 @@ def _task_report(task) -> dict:
         "operator": type(task).__name__,
         "owner": task.owner,
         "retries": task.retries,
+        "trigger_rule": str(task.trigger_rule),
         "retry_delay_seconds": task.retry_delay.total_seconds(),
         "execution_timeout_seconds": timeout.total_seconds() if timeout else None,
         "upstream": sorted(task.upstream_task_ids),
@@ -40,9 +41,14 @@ def _task_report(task) -> dict:
 
 def main(out: str, dags_folder: str | None = None) -> None:
     t0 = time.monotonic()
-    from airflow.dag_processing.dagbag import DagBag
+    from pathlib import Path
 
-    bag = DagBag(dag_folder=dags_folder or os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    from airflow.dag_processing.dagbag import BundleDagBag
+
+    # The bundle DagBag, as Airflow's DAG processor and `dags test` load the folder: it puts the
+    # folder on sys.path, so DAG files can import their helpers (dags/gridlake_common.py).
+    folder = Path(dags_folder or os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    bag = BundleDagBag(dag_folder=folder, bundle_path=folder)
     report = {
         "dags_folder": bag.dag_folder,
         "import_errors": {str(k): v for k, v in bag.import_errors.items()},
@@ -54,6 +60,8 @@ def main(out: str, dags_folder: str | None = None) -> None:
                 "max_active_runs": dag.max_active_runs,
                 "catchup": dag.catchup,
                 "schedule": str(dag.schedule),
+                "timetable": type(dag.timetable).__name__,
+                "timetable_repr": repr(dag.timetable),
                 "tasks": [_task_report(t) for t in dag.tasks],
             }
             for dag_id, dag in bag.dags.items()

@@ -1,0 +1,44 @@
+"""grid_analytics: silver -> gold, one task per gold group, when silver changed (and daily).
+
+Scheduled on the silver assets grid_ingest publishes (any of them updated) and, as a fallback,
+every day at 03:00 UTC. Each task runs ``gridlake analyze --only <group>``, which overwrites the
+group's gold tables from silver (deterministic: a rerun or a backfill of any interval gives the
+same tables); its outlets are those tables. Tasks and their dependencies come from the manifest
+(``gridlake.gold.analyze.GROUPS`` and ``DEPENDS_ON``): a group that reads another group's gold
+tables runs after it.
+"""
+
+from __future__ import annotations
+
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.sdk import AssetAny, AssetOrTimeSchedule, CronTriggerTimetable, dag
+from gridlake_common import CLI, MANIFEST, START, default_args, silver_assets, table_asset
+
+
+@dag(
+    dag_id="grid_analytics",
+    schedule=AssetOrTimeSchedule(
+        timetable=CronTriggerTimetable("0 3 * * *", timezone="UTC"),
+        assets=AssetAny(*silver_assets()),
+    ),
+    start_date=START,
+    catchup=False,
+    max_active_runs=1,
+    default_args=default_args(timeout_minutes=90),
+    tags=["gridlake", "gold"],
+    doc_md=__doc__,
+)
+def grid_analytics() -> None:
+    tasks = {}
+    for step in MANIFEST["gold_groups"]:
+        group = step["group"]
+        tasks[group] = BashOperator(
+            task_id=f"analyze_{group}",
+            bash_command=f"{CLI} analyze --only {group}",
+            outlets=[table_asset(t) for t in step["writes"]],
+        )
+        for before in step["after"]:
+            tasks[before] >> tasks[group]
+
+
+grid_analytics()

@@ -1,0 +1,105 @@
+"""``gridlake maintain``: weekly Delta housekeeping of every warehouse table.
+
+- OPTIMIZE (bin-packing compaction): streaming ingest and MERGE batches leave many small files;
+  compaction rewrites them into few large ones with ``dataChange = false``, so the streaming
+  readers of a table (refine reads bronze as a stream) skip the rewrite and nothing is re-read.
+- VACUUM with a retention of at least ``MIN_RETAIN_HOURS`` (7 days): files no longer referenced
+  by a version younger than the retention are deleted, so time travel keeps working for a week
+  (``VERSION AS OF`` / ``TIMESTAMP AS OF`` back to seven days) and a stream or reader that
+  started within the retention never loses a file under it. A shorter retention is refused here,
+  on top of Delta's own ``retentionDurationCheck``.
+
+Tables are maintained one at a time; each gets its own line of figures. A table's failure is
+reported and the others still run; the command then exits non-zero (Airflow retries the task).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from gridlake.settings import Settings, get_settings
+from gridlake.tabledef import Table
+
+__all__ = ["MIN_RETAIN_HOURS", "MaintenanceResult", "maintain", "maintained_tables"]
+
+log = logging.getLogger(__name__)
+
+MIN_RETAIN_HOURS = 168
+
+
+@dataclass
+class MaintenanceResult:
+    table: str
+    files_before: int = 0
+    files_after: int = 0
+    files_compacted: int = 0  # small files OPTIMIZE replaced
+    files_vacuumed: int = 0  # unreferenced files VACUUM deleted
+    error: str | None = None
+
+
+def maintained_tables() -> tuple[Table, ...]:
+    """Every bronze, silver and gold table (each once)."""
+    from gridlake.gold.analyze import gold_tables
+    from gridlake.tables import ALL_TABLES
+
+    return tuple({t.full_name: t for t in (*ALL_TABLES, *gold_tables())}.values())
+
+
+def _file_count(spark: SparkSession, path: str) -> int:
+    return int(spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()["numFiles"] or 0)
+
+
+def _last_metric(spark: SparkSession, path: str, operation: str, metric: str) -> int:
+    from delta.tables import DeltaTable
+
+    rows = (
+        DeltaTable.forPath(spark, path)
+        .history(5)
+        .where(f"operation = '{operation}'")
+        .select("operationMetrics")
+        .collect()
+    )  # bounded: the last 5 commits
+    return int((rows[0]["operationMetrics"] or {}).get(metric, 0)) if rows else 0
+
+
+def maintain(
+    spark: SparkSession,
+    tables: Sequence[Table] | None = None,
+    optimize: bool = True,
+    vacuum: bool = True,
+    retain_hours: float = MIN_RETAIN_HOURS,
+    settings: Settings | None = None,
+) -> Iterable[MaintenanceResult]:
+    """OPTIMIZE and/or VACUUM each table; yields one result per table as it finishes."""
+    if retain_hours < MIN_RETAIN_HOURS:
+        raise ValueError(
+            f"VACUUM retention {retain_hours} h is below {MIN_RETAIN_HOURS} h: time travel must "
+            "keep at least 7 days"
+        )
+    from delta.tables import DeltaTable
+
+    settings = settings or get_settings()
+    for table in tables or maintained_tables():
+        path = table.path(settings)
+        result = MaintenanceResult(table.full_name)
+        try:
+            if not DeltaTable.isDeltaTable(spark, path):
+                table.ensure(spark, settings)
+            result.files_before = _file_count(spark, path)
+            if optimize:
+                metrics = DeltaTable.forPath(spark, path).optimize().executeCompaction()
+                row = metrics.select("metrics.numFilesRemoved").first()
+                result.files_compacted = int(row[0] or 0) if row else 0
+            if vacuum:
+                spark.sql(f"VACUUM delta.`{path}` RETAIN {float(retain_hours)} HOURS")
+                result.files_vacuumed = _last_metric(spark, path, "VACUUM END",
+                                                     "numDeletedFiles")  # fmt: skip
+            result.files_after = _file_count(spark, path)
+        except Exception as exc:  # one table's trouble must not stop the others
+            result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            log.exception("maintenance of %s failed", table.full_name)
+        yield result

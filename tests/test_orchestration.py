@@ -1,0 +1,338 @@
+"""The DAGs run for real (`airflow dags test`, then a scheduler) on a simulated three-week grid.
+
+A small simulated grid (6 sites with every planted effect, ISO weeks 2026-W45 to W47) is
+published to the test instance's Kafka; then, through Airflow exactly as in production:
+grid_ingest (Kafka -> bronze -> silver), grid_analytics (gold), grid_weekly_site_reports for W47,
+grid_maintenance; grid_analytics again (identical Delta contents); and a scheduled Airflow
+(scheduler, DAG processor, triggerer, API server: infra/airflow.sh start) that backfills three
+weeks of reports (three sets; W47's identical to the first run's) while nothing of it listens
+beyond 127.0.0.1. The rendered PDF of one site report is checked page by page (pdftoppm).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import time
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+
+from gridlake.report import SITE_SECTIONS, parse_week, report_dir, site_file_stem
+from gridlake.settings import get_settings
+
+from .conftest import gridlake_cli
+from .test_dags import airflow_sh, finished_run, task_states
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.nightly]
+
+GRID3 = {
+    "start": date(2026, 11, 2),  # Monday of 2026-W45
+    "days": 21,
+    "sites": 6,
+    "cpu_models": 8,
+    "jobs": 6000,
+    "seed": 5,
+    "monitored_hosts_per_site": 1,
+    "node_interval": 900,
+    "latency_interval": 3600,
+}
+WEEKS = ["2026-W45", "2026-W46", "2026-W47"]
+REPORT_DATE = "2026-11-23"  # a run on Monday 2026-11-23 reports the week just ended: W47
+REAL_CLI = {"GRIDLAKE_CLI": "", "GRIDLAKE_RETRY_DELAY_SECONDS": "5"}
+
+
+def dags_test(dag_id: str, day: str, timeout: float = 3600) -> tuple[str, str]:
+    result = airflow_sh("dags-test", dag_id, day, env=REAL_CLI, timeout=timeout)
+    run_id, state = finished_run(result.stdout)
+    assert result.returncode == 0 and state == "success", result.stdout[-6000:]
+    return run_id, result.stdout
+
+
+def gold_versions(spark) -> dict[str, int]:
+    from delta.tables import DeltaTable
+
+    from gridlake.gold.analyze import gold_tables
+
+    return {
+        t.full_name: DeltaTable.forPath(spark, t.path()).history(1).first()["version"]
+        for t in gold_tables()
+    }
+
+
+@pytest.fixture(scope="module")
+def grid3(kafka, tmp_path_factory):
+    from gridlake.publish import publish_files
+    from gridlake.sources.simulate import SimConfig, simulate
+
+    out = tmp_path_factory.mktemp("grid3")
+    truth = simulate(SimConfig(**GRID3), out, progress=False)
+    for kind in ("jobs", "nodes", "network"):
+        report = publish_files(f"grid.{kind}", [out / f"{kind}.jsonl"], progress=False)
+        assert report.ok, report.problems
+    sites = sorted(truth["sites"])
+    return out, truth, sites
+
+
+@pytest.fixture(scope="module")
+def ingested(grid3):
+    return dags_test("grid_ingest", datetime.now(UTC).strftime("%Y-%m-%d"))
+
+
+@pytest.fixture(scope="module")
+def analytics(ingested, spark):
+    started = datetime.now().replace(microsecond=0)
+    run_id, out = dags_test("grid_analytics", datetime.now(UTC).strftime("%Y-%m-%d"))
+    return run_id, out, started
+
+
+@pytest.fixture(scope="module")
+def weekly_reports(analytics, tmp_path_factory):
+    run_id, out = dags_test("grid_weekly_site_reports", REPORT_DATE)
+    folder = report_dir(parse_week("2026-W47"))
+    keep = tmp_path_factory.mktemp("w47_first_run")
+    for f in folder.glob("*.html"):
+        shutil.copy(f, keep / f.name)
+    return run_id, out, folder, keep
+
+
+# --- grid_ingest -------------------------------------------------------------------------------
+
+
+def test_grid_ingest_lands_the_grid_in_silver(ingested, grid3, spark):
+    from gridlake.tables import SILVER_JOBS, SILVER_NETWORK, SILVER_NODE_SAMPLES
+
+    run_id, _out = ingested
+    states = task_states("grid_ingest", run_id)
+    assert states["ingest"] == "success"
+    for name in ("refine_nodes", "refine_jobs", "refine_network"):
+        assert states[name] == "success", states
+    # No APEL summaries in the grid: that refine found nothing and was skipped (no asset event).
+    assert states["refine_accounting_summaries"] in ("skipped", "success"), states
+
+    folder, _truth, sites = grid3
+    job_ids = {json.loads(line)["job_id"] for line in (folder / "jobs.jsonl").open()}
+    silver = spark.read.format("delta").load(SILVER_JOBS.path())
+    got = silver.where(silver.site.isin(sites)).select("job_id")
+    assert got.count() == len(job_ids)
+    for table in (SILVER_NODE_SAMPLES, SILVER_NETWORK):
+        assert spark.read.format("delta").load(table.path()).count() > 0
+
+
+def test_refine_with_nothing_new_exits_with_the_idle_code(ingested):
+    result = gridlake_cli("refine", "--inputs", "network", "--idle-exit-code", "99")
+    assert result.returncode == 99, result.stdout + result.stderr[-2000:]
+    assert "nothing new in bronze for network" in result.stdout
+    assert gridlake_cli("refine", "--inputs", "network").returncode == 0
+
+
+# --- grid_analytics ----------------------------------------------------------------------------
+
+
+def test_grid_analytics_builds_every_group(analytics, spark):
+    run_id, _out, started = analytics
+    manifest = json.loads(
+        (Path(__file__).parents[1] / "dags" / "gridlake_manifest.json").read_text()
+    )
+    states = task_states("grid_analytics", run_id)
+    assert states == {f"analyze_{g['group']}": "success" for g in manifest["gold_groups"]}
+    for table in ("site_efficiency_weekly", "site_failure_modes_weekly", "efficiency_outliers",
+                  "site_io_stress_weekly", "network_cost_matrix"):  # fmt: skip
+        weeks = {r.week for r in spark.sql(f"SELECT DISTINCT week FROM grid.{table}").collect()}
+        assert {parse_week(w) for w in WEEKS} <= weeks, table
+    history = spark.sql("DESCRIBE HISTORY gold.site_efficiency_weekly LIMIT 1").first()
+    assert history["timestamp"] >= started
+
+
+def test_grid_analytics_twice_gives_identical_tables(analytics, spark):
+    before = gold_versions(spark)
+    dags_test("grid_analytics", datetime.now(UTC).strftime("%Y-%m-%d"))
+    after = gold_versions(spark)
+    from gridlake.gold.analyze import gold_tables
+
+    rewritten = ("site_efficiency_weekly", "efficiency_outliers", "cpu_speed_factors",
+                 "job_io_signature", "network_link_status")  # fmt: skip
+    for name in (f"gold.{t}" for t in rewritten):
+        assert after[name] > before[name], f"{name} was not rewritten: the test proves nothing"
+    for table in gold_tables():
+        name = table.full_name
+        old = spark.read.format("delta").option("versionAsOf", before[name]).load(table.path())
+        new = spark.read.format("delta").load(table.path())
+        assert old.count() == new.count(), name
+        assert old.exceptAll(new).count() == 0, name
+        assert new.exceptAll(old).count() == 0, name
+
+
+# --- grid_weekly_site_reports ------------------------------------------------------------------
+
+
+def test_weekly_reports_for_the_week_just_ended(weekly_reports, grid3):
+    _run_id, out, folder, _keep = weekly_reports
+    assert "report --week 2026-11-16 --all-sites" in out  # data interval start -> its ISO week
+    _folder, _truth, sites = grid3
+    for site in sites:
+        for ext in ("html", "pdf"):
+            assert (folder / f"{site_file_stem(site)}.{ext}").stat().st_size > 0, site
+    assert (folder / "grid-summary.pdf").stat().st_size > 0
+    index = (folder / "index.html").read_text()
+    for site in sites:
+        assert f'href="{site_file_stem(site)}.pdf"' in index
+
+
+def _pages(pdf: Path, out: Path) -> list[tuple[str, object]]:
+    from PIL import Image
+
+    subprocess.run(["pdftoppm", "-r", "60", "-png", str(pdf), str(out / "page")], check=True)
+    pngs = sorted(out.glob("page-*.png"), key=lambda p: int(re.findall(r"\d+", p.stem)[-1]))
+    pages = []
+    for n, png in enumerate(pngs, 1):
+        text = subprocess.run(
+            ["pdftotext", "-layout", "-f", str(n), "-l", str(n), str(pdf), "-"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        pages.append((" ".join(text.split()), Image.open(png).convert("RGB")))
+    return pages
+
+
+def _colored(img, box) -> int:
+    """Pixels of the box that are clearly coloured (plot marks; text and axes are grey)."""
+    crop = img.crop(box)
+    return sum(1 for r, g, b in crop.getdata() if max(r, g, b) - min(r, g, b) > 60)
+
+
+def test_pdf_report_has_every_section_and_every_plot_has_data(weekly_reports, grid3, tmp_path):
+    """The slow-storage site's PDF, rendered to PNG: each section on its page, with its title and
+    its sentence, and coloured plot marks in both panels of its figure."""
+    _run_id, _out, folder, _keep = weekly_reports
+    _grid, truth, _sites = grid3
+    site = truth["planted"]["slow_storage_site"]
+    html = (folder / f"{site_file_stem(site)}.html").read_text()
+    points = [int(p) for p in re.findall(r'data-points="(\d+)"', html)]
+    assert len(points) == len(SITE_SECTIONS) and min(points) > 0, points
+
+    pages = _pages(folder / f"{site_file_stem(site)}.pdf", tmp_path)
+    shutil.copytree(tmp_path, get_settings().state / "screenshots" / "report-pages",
+                    dirs_exist_ok=True)  # fmt: skip
+    sentences = re.findall(r'<p class="changed">(.*?)</p>', html)
+    for i, (key, title) in enumerate(SITE_SECTIONS, 1):
+        words = " ".join(re.sub(r"&#x27;|&amp;", "'", sentences[i - 1]).split()[:6])
+        # the heading followed by its sentence (page 1's table of contents lists the headings)
+        hits = [n for n, (text, _img) in enumerate(pages) if f"{i}. {title} {words}" in text]
+        assert len(hits) == 1, f"section {i}. {title} with '{words}' on pages {hits}"
+        _text, img = pages[hits[0]]
+        w, h = img.size
+        left, right = (0, 0, w // 2, h), (w // 2, 0, w, h)
+        # one marker at 60 dpi is ~30 coloured pixels (a site with a single CPU model has one
+        # point in the speed panel); axes, grid lines and text are grey
+        assert _colored(img, left) > 20 and _colored(img, right) > 20, (key, site)
+
+
+# --- scheduled Airflow: backfill ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scheduled_airflow(weekly_reports):
+    result = airflow_sh("start", timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:]
+    yield
+    airflow_sh("stop", timeout=300)
+
+
+def _listeners(pids: set[int]) -> list[tuple[str, set[int]]]:
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        owners = {int(x) for x in re.findall(r"pid=(\d+)", line)}
+        if owners & pids:
+            found.append((line.split()[3], owners))
+    return found
+
+
+def _airflow_pids() -> set[int]:
+    run_dir = get_settings().state / "run"
+    roots = {int(p.read_text()) for p in run_dir.glob("airflow-*.pid")}
+
+    def tree(pid: int) -> set[int]:
+        kids = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
+                              text=True).stdout.split()  # fmt: skip
+        return {pid}.union(*(tree(int(k)) for k in kids))
+
+    return set().union(*(tree(p) for p in roots)) if roots else set()
+
+
+def test_scheduled_airflow_listens_on_loopback_only(scheduled_airflow):
+    pids = _airflow_pids()
+    assert len(pids) >= 4, "scheduler, DAG processor, triggerer and API server"
+    listening = _listeners(pids)
+    port = 8080 + get_settings().port_offset
+    assert any(addr.endswith(f":{port}") for addr, _ in listening), listening  # the API server
+    for addr, _owners in listening:
+        assert addr.rsplit(":", 1)[0] in ("127.0.0.1", "[::ffff:127.0.0.1]", "[::1]"), addr
+    # serve-logs (8793/8794 + offset) never started
+    assert not [a for a, _ in listening if a.endswith((":8793", ":8794"))], listening
+    # The check `make demo` ends with: every service of the instance (Kafka, Derby, Airflow).
+    check = subprocess.run(["bash", str(Path(__file__).parents[1] / "infra" / "check_loopback.sh")],
+                           capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert f"127.0.0.1:{port}" in check.stdout and "NOT LOCAL" not in check.stdout
+
+
+def test_backfill_of_three_weeks_writes_three_sets_of_reports(scheduled_airflow, weekly_reports,
+                                                              grid3):  # fmt: skip
+    _run_id, _out, _folder, first_w47 = weekly_reports
+    result = airflow_sh(
+        "run", "backfill", "create", "--dag-id", "grid_weekly_site_reports",
+        "--from-date", "2026-11-09", "--to-date", "2026-11-24", "--reprocess-behavior", "completed",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-4000:]
+    deadline = time.monotonic() + 3600
+    while True:
+        runs = airflow_sh("run", "dags", "list-runs", "grid_weekly_site_reports", "-o", "json")
+        line = next((x for x in reversed(runs.stdout.splitlines()) if x.startswith("[")), "[]")
+        backfill = [r for r in json.loads(line) if r["run_id"].startswith("backfill__")]
+        if len(backfill) == 3 and all(r["state"] in ("success", "failed") for r in backfill):
+            break
+        assert time.monotonic() < deadline, backfill
+        time.sleep(10)
+    assert sorted(r["state"] for r in backfill) == ["success"] * 3, backfill
+
+    _grid, _truth, sites = grid3
+    for week in WEEKS:
+        folder = report_dir(parse_week(week))
+        assert (folder / "index.html").is_file(), week
+        assert (folder / "grid-summary.pdf").is_file(), week
+        for site in sites:
+            assert (folder / f"{site_file_stem(site)}.pdf").is_file(), (week, site)
+        assert f"<h1>Weekly reports {week}</h1>" in (folder / "index.html").read_text()
+    # The backfill re-ran W47: the same gold gives the same reports, byte for byte.
+    w47 = report_dir(parse_week("2026-W47"))
+    for kept in first_w47.glob("*.html"):
+        assert (w47 / kept.name).read_text() == kept.read_text(), kept.name
+
+
+# --- grid_maintenance --------------------------------------------------------------------------
+
+
+def test_grid_maintenance_compacts_keeps_time_travel_and_builds_data_docs(weekly_reports, spark):
+    """Last in this file: its OPTIMIZE commits new table versions (same rows)."""
+    from gridlake.tables import SILVER_NODE_SAMPLES
+
+    _run_id, out = dags_test("grid_maintenance", datetime.now(UTC).strftime("%Y-%m-%d"))
+    compacted = re.findall(r"(\S+): (\d+) -> (\d+) files \((\d+) compacted", out)
+    assert compacted, out[-4000:]
+    assert any(int(after) < int(before) for _t, before, after, _c in compacted), compacted
+    # VACUUM kept every file a version of the last 7 days needs: the first version with data
+    # (version 0 is the empty table `gridlake init` creates) still reads, with its rows.
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{SILVER_NODE_SAMPLES.path()}`").collect()
+    first_write = min(h.version for h in history if h.version > 0)
+    rows = next(h for h in history if h.version == first_write).operationMetrics
+    first = spark.read.format("delta").option("versionAsOf", first_write)
+    assert first.load(SILVER_NODE_SAMPLES.path()).count() > 0, (first_write, rows)
+    docs = get_settings().state / "quality-docs" / "gx" / "uncommitted" / "data_docs" / "local_site"
+    index = (docs / "index.html").read_text()
+    assert "silver_jobs" in index and "silver_node_samples" in index
+    pages = list((docs / "validations" / "silver_jobs").rglob("*.html"))
+    assert pages, "no validation result page for silver.jobs"
