@@ -25,7 +25,7 @@ case "${1:-status}" in
     mkdir -p "$GRIDLAKE_STATE/thrift"
     cd "$GRIDLAKE_STATE/thrift"
     start_bg thrift "$GRIDLAKE_LOGS/thrift.log" "$GRIDLAKE_VENV/bin/spark-submit" \
-      --master "${GRIDLAKE_SPARK_MASTER:-local[2]}" --driver-memory "${GRIDLAKE_THRIFT_MEMORY:-1g}" \
+      --master "${GRIDLAKE_SPARK_MASTER:-local[2]}" --driver-memory "${GRIDLAKE_THRIFT_MEMORY:-2g}" \
       --name gridlake-thrift --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 \
       "${conf[@]}" --conf "spark.driver.extraClassPath=$cp" \
       --conf spark.databricks.delta.optimizeMetadataQuery.enabled=false \

@@ -10,6 +10,8 @@ on a laptop (``GRIDLAKE_ENV=local``, the default) and on a cluster (``GRIDLAKE_E
 - ``GRIDLAKE_KAFKA_BOOTSTRAP``: ``127.0.0.1:9092`` (plus the port offset); the brokers.
 - ``GRIDLAKE_METASTORE_URI``: unset (a local Derby network server); ``thrift://host:9083``.
 - ``GRIDLAKE_SHUFFLE_PARTITIONS``: 4 locally; a few hundred on a cluster.
+- ``GRIDLAKE_DRIVER_MEMORY`` / ``GRIDLAKE_PAGE_SIZE``: local mode only, ``2g`` / ``4m`` (the
+  Thrift Server's memory is ``GRIDLAKE_THRIFT_MEMORY``, ``2g``).
 - ``GRIDLAKE_SPARK_CONF``: extra ``key=value;key=value`` Spark settings (e.g. S3 credentials).
 
 Ports of the local services are shifted by ``GRIDLAKE_PORT_OFFSET`` (0 for ``demo``, 100 for
@@ -147,6 +149,11 @@ class Settings:
                     "spark.ui.enabled": "false",
                     "spark.local.dir": str(self.state / "spark-tmp"),
                     "spark.driver.memory": _env("GRIDLAKE_DRIVER_MEMORY", "2g"),
+                    # Spark sizes a sort/aggregation page from driver memory / cores / 16 (32 MiB
+                    # at 2g on 2 cores) and a plan with many joins and windows in one stage holds
+                    # a page per operator: with cached data taking half the memory, a task then
+                    # fails with "UNABLE_TO_ACQUIRE_MEMORY ... got 0". Small pages fit many.
+                    "spark.buffer.pageSize": _env("GRIDLAKE_PAGE_SIZE", "4m"),
                     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": str(
                         self.shuffle_partitions
                     ),

@@ -104,6 +104,27 @@ def spark(derby):
     session.stop()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def release_spark_memory() -> Iterator[None]:
+    """After each test module, drop what it cached and let Spark clean what it checkpointed.
+
+    One SparkSession serves the whole session: cached frames and local checkpoints of a module's
+    fixtures would otherwise hold storage memory into the next modules (execution can only evict
+    storage down to half of Spark's memory), until a later module's plan fails to get any.
+    """
+    yield
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        return
+    import gc
+
+    session.catalog.clearCache()
+    gc.collect()  # drop the Python handles of the module's frames...
+    session.sparkContext._jvm.System.gc()  # ...so the JVM's ContextCleaner removes their blocks
+
+
 # The simulated grid every analytics test is checked against (two ISO weeks, 8 sites with every
 # planted effect, 12 real CPU models, ~30k first attempts, planted bad records and re-sends).
 SIM_CONFIG = {
