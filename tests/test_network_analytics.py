@@ -242,6 +242,19 @@ def test_congested_flags_cover_planted_episodes(spark, planted, status_truth):
     }
     assert all(per_episode.get(i, 0) > 0 for i in range(len(planted["congestion_episodes"])))
 
+    # Interval-level precision and recall against the planted utilisation: a planted congested
+    # interval is one inside an episode whose mean utilisation reaches 0.82 (delay and loss rise
+    # past ~0.8); a flag is right when it falls inside a planted episode (+-10 min: the 5-minute
+    # smoothing lags the start and the end).
+    episodes_wide = _episode_frame(spark, planted, margin_minutes=10)
+    flagged = _in_episode(status_truth.filter("congested"), episodes_wide)
+    n_flagged = flagged.count()
+    precision = flagged.filter(F.col("episode").isNotNull()).count() / n_flagged
+    print(f"congestion: recall {recall:.3f} over {n_core} planted intervals, precision "
+          f"{precision:.3f} over {n_flagged} flagged")  # fmt: skip
+    assert recall >= 0.9, recall
+    assert precision >= 0.8, precision
+
     # Rare elsewhere: outside the planted episodes (+-10 min) almost nothing is flagged.
     wide = _in_episode(status_truth, _episode_frame(spark, planted, margin_minutes=10))
     outside = wide.filter(F.col("episode").isNull())
@@ -367,6 +380,20 @@ def test_no_alarms_on_clean_paths(planted, alarms):
 
 
 @pytest.mark.slow
+def test_clean_control_grid_raises_no_alarm(spark, tmp_path):
+    """The same grid (seed, sites, days, samples) without the planted effects: no congestion,
+    no clock drift, no weekend spike, no outage, no throughput drop. No alarm of any kind."""
+    from gridlake.silver.files import silver_network_from_jsonl
+    from gridlake.sources.simulate import SimConfig, simulate
+
+    truth = simulate(SimConfig(**{**SIM, "effects": False}), tmp_path, progress=False)
+    assert truth["network"]["congestion_episodes"] == []
+    network = silver_network_from_jsonl(spark, str(tmp_path / "network.jsonl"))
+    alarms = N.network_alarms(network).collect()
+    assert alarms == [], [(a["kind"], a["src_site"], a["dst_site"]) for a in alarms]
+
+
+@pytest.mark.slow
 def test_weekend_spike_recognised(planted, alarms):
     spike = planted["weekend_spike"]
     found = [a for a in alarms if a["kind"] == "recurring_weekend_spike"]
@@ -382,26 +409,87 @@ def test_weekend_spike_recognised(planted, alarms):
     assert a["start_ts"].hour == lo and a["end_ts"].hour == hi
 
 
+def _expected_cost(r: dict) -> float:
+    """The documented cost of moving 1 GB, worked out from the row's own inputs."""
+    transfer = 8e9 / r["throughput_clear_median_bps"]
+    slowdown = 1 + (N.CONGESTION_SLOWDOWN - 1) * r["congested_share"]
+    return transfer * slowdown / (1 - min(r["loss_mean"], 0.5)) + N.SETUP_RTTS * r["rtt_ms"] / 1e3
+
+
 @pytest.mark.slow
 def test_cost_matrix(planted, gold):
     cm = [r.asDict() for r in gold[N.GOLD_NETWORK_COST_MATRIX.full_name].collect()]
     assert len(cm) == 30  # one ISO week, every ordered site pair
     by = {(r["week"], r["src_site"], r["dst_site"]): r for r in cm}
     assert all(r["cost_seconds_per_gb"] > 0 and r["throughput_tests"] > 0 for r in cm)
+    drop = (planted["throughput_drop"]["src_site"], planted["throughput_drop"]["dst_site"])
+    for r in cm:
+        assert r["cost_seconds_per_gb"] == pytest.approx(_expected_cost(r), rel=1e-9)
+        assert r["throughput_tests"] >= 28 and r["intervals"] == 1440
+        assert r["throughput_p10_bps"] < r["throughput_clear_median_bps"]
+        if (r["src_site"], r["dst_site"]) == drop:
+            continue
+        # 5 days of 4-hourly tests on a steady path: a well supported figure
+        assert r["confidence"] == "high" and r["throughput_rel_se"] < 0.1, r
+        # the tests reach 0.6 to 0.98 of what the path can do (the simulator's draw)
+        true = planted["paths"][f"{r['src_site']}->{r['dst_site']}"]["achievable_throughput_bps"]
+        assert 0.6 * true < r["throughput_clear_median_bps"] < 0.98 * true, r
+    # the path whose throughput halved for the last two days: the least certain median
+    spread = {(r["src_site"], r["dst_site"]): r["throughput_rel_se"] for r in cm}
+    assert max(spread, key=spread.get) == drop, spread
     for src, dst in planted["congested_paths"]:
         for (week, s, d), r in by.items():
             if (s, d) != (src, dst):
                 continue
             reverse = by[(week, dst, src)]
             assert r["congested_share"] > 0.03 > reverse["congested_share"]
-            assert r["cost_seconds_per_gb"] > reverse["cost_seconds_per_gb"]
             assert r["rtt_ms"] == pytest.approx(reverse["rtt_ms"])
+            # congestion costs: more than the same path would cost without it
+            assert r["cost_seconds_per_gb"] > 1.05 * _expected_cost({**r, "congested_share": 0})
     # ranks: 1..n per destination and week, in order of cost
     for dst in {r["dst_site"] for r in cm}:
         rows = sorted((r for r in cm if r["dst_site"] == dst), key=lambda r: r["source_rank"])
         assert [r["source_rank"] for r in rows] == list(range(1, len(rows) + 1))
         costs = [r["cost_seconds_per_gb"] for r in rows]
         assert costs == sorted(costs)
+
+
+@pytest.mark.slow
+def test_cost_matrix_ranks_paths_in_the_planted_order_of_capacity(planted, gold):
+    """Acceptance: for at least 90% of path pairs the cheaper path is the one with the larger
+    planted achievable throughput (every pair of the 30 paths, per week)."""
+    cm = [r.asDict() for r in gold[N.GOLD_NETWORK_COST_MATRIX.full_name].collect()]
+    capacity = {k: v["achievable_throughput_bps"] for k, v in planted["paths"].items()}
+    agree = total = 0
+    for week in {r["week"] for r in cm}:
+        rows = [r for r in cm if r["week"] == week]
+        for a, b in itertools.combinations(rows, 2):
+            ca = capacity[f"{a['src_site']}->{a['dst_site']}"]
+            cb = capacity[f"{b['src_site']}->{b['dst_site']}"]
+            if ca == cb:
+                continue
+            total += 1
+            agree += (ca > cb) == (a["cost_seconds_per_gb"] < b["cost_seconds_per_gb"])
+    assert total >= 400
+    share = agree / total
+    print(f"cost matrix vs planted capacity: {agree}/{total} path pairs in order ({share:.3f})")
+    assert share >= 0.9, share
+
+
+@pytest.mark.slow
+def test_cost_matrix_shows_a_missing_path_as_missing(network, gold):
+    """A path without throughput tests has no cost, no rank and no confidence: never zero."""
+    status = gold[N.GOLD_NETWORK_LINK_STATUS.full_name]
+    row = network.filter("test = 'throughput'").select("src_site", "dst_site").first()
+    gone = (F.col("src_site") == row["src_site"]) & (F.col("dst_site") == row["dst_site"])
+    cm = N.network_cost_matrix(network.filter(~(gone & (F.col("test") == "throughput"))), status)
+    rows = {(r["src_site"], r["dst_site"]): r for r in cm.collect()}
+    r = rows[(row["src_site"], row["dst_site"])]
+    assert r["throughput_tests"] is None and r["latency_samples"] > 0
+    assert r["cost_seconds_per_gb"] is None
+    assert r["source_rank"] is None and r["confidence"] is None
+    others = [v for k, v in rows.items() if k[1] == row["dst_site"] and v is not r]
+    assert sorted(v["source_rank"] for v in others) == list(range(1, len(others) + 1))
 
 
 @pytest.mark.slow

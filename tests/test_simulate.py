@@ -241,7 +241,10 @@ def test_control_grid_plants_nothing(tmp_path) -> None:
     )
     assert all(not s["roles"] for s in truth["sites"].values())
     assert set(truth["signature_counts"]) <= {"cpu_bound", "init_dominated"}
-    assert truth["network"] == {"congestion_episodes": []} and truth["bad_records"] == []
+    # nothing planted on the network: only every path's own achievable throughput, as always
+    assert set(truth["network"]) == {"congestion_episodes", "paths"}
+    assert truth["network"]["congestion_episodes"] == [] and truth["bad_records"] == []
+    assert len(truth["network"]["paths"]) == 6 * 5
 
 
 def _epoch(ts: str) -> int:

@@ -73,11 +73,17 @@ The predictor (``gold.network_model_runs``)
 
 ``gold.network_cost_matrix`` (src_site x dst_site x ISO week)
     Median delay, mean loss, median throughput, share of congested (and quiet) intervals, and
-    the expected seconds to move 1 GB: ``8e9 / throughput_median x (1 + (CONGESTION_SLOWDOWN -
+    the throughput the path can do: the median and 10th percentile of the throughput tests that
+    did not run during a congested 5-minute interval (a test during congestion measures what
+    was left of the link, and congestion is counted once, through its share); then the expected
+    seconds to move 1 GB: ``8e9 / throughput_clear_median x (1 + (CONGESTION_SLOWDOWN -
     1) x congested_share) / (1 - min(loss, 0.5)) + SETUP_RTTS x rtt / 1000`` (a transfer
     during a congested interval is assumed to take CONGESTION_SLOWDOWN times as long; lost
     packets are resent; connection set-up and slow start cost a few round trips). ``source_rank``
-    ranks the source sites of each destination and week, 1 = cheapest. The round trip is the sum
+    ranks the source sites of each destination and week, 1 = cheapest. ``confidence`` (high,
+    medium, low) says how many measurements support the figure and how well the throughput
+    median is known (``throughput_rel_se``); a path without throughput tests has no cost (missing,
+    never free). A path's latest week is its figure as of now. The round trip is the sum
     of both directions' median one-way delays, so a clock offset (which adds to one direction
     what it takes from the other) cancels out.
 """
@@ -176,6 +182,14 @@ SPIKE_MAX_WEEKDAY_SHARE = 0.1
 CONGESTION_SLOWDOWN = 4.0
 SETUP_RTTS = 10.0
 BYTES_PER_GB = 1e9
+# gold.network_cost_matrix confidence: "high" with at least 14 throughput tests (two a day), half
+# a week of 5-minute intervals and a median known to 10 %; "medium" with 4 tests and a day of
+# intervals; "low" below; null without a cost.
+CONFIDENCE_HIGH_TESTS = 14
+CONFIDENCE_HIGH_INTERVALS = 1008
+CONFIDENCE_HIGH_REL_SE = 0.10
+CONFIDENCE_MEDIUM_TESTS = 4
+CONFIDENCE_MEDIUM_INTERVALS = 288
 
 MODEL_TYPES = ("mlp", "gbt")
 MLP_HIDDEN_LAYERS = (24, 12, 6)
@@ -419,13 +433,41 @@ GOLD_NETWORK_COST_MATRIX = Table(
         Column(
             "cost_seconds_per_gb",
             "DOUBLE",
-            "Expected seconds to move 1 GB: 8e9 / throughput x (1 + 3 x congested_share) / "
-            "(1 - min(loss, 0.5)) + 10 x rtt_ms / 1000 (null without throughput tests)",
+            "Expected seconds to move 1 GB: 8e9 / throughput_clear_median_bps x (1 + 3 x "
+            "congested_share) / (1 - min(loss, 0.5)) + 10 x rtt_ms / 1000 (null without "
+            "throughput tests: a missing path is missing, never free)",
         ),
         Column(
             "source_rank",
             "INT",
             "Rank of the source site for its destination and week, 1 = cheapest",
+        ),
+        Column(
+            "throughput_tests_congested",
+            "BIGINT",
+            "Throughput tests that ran during a congested 5-minute interval",
+        ),
+        Column(
+            "throughput_clear_median_bps",
+            "DOUBLE",
+            "Median throughput of the tests outside congested intervals (all tests when every "
+            "one was congested): what the path can do, bits/s",
+        ),
+        Column(
+            "throughput_p10_bps",
+            "DOUBLE",
+            "10th percentile of the same tests: the throughput to plan on, bits/s",
+        ),
+        Column(
+            "throughput_rel_se",
+            "DOUBLE",
+            "Relative standard error of the throughput median: 1.2533 x sd / sqrt(tests) / median",
+        ),
+        Column(
+            "confidence",
+            "STRING",
+            "high (>= 14 throughput tests, >= 1008 intervals, throughput_rel_se <= 0.1), medium "
+            "(>= 4 tests, >= 288 intervals) or low; null without a cost",
         ),
     ),
     checks=(
@@ -1359,14 +1401,46 @@ def network_cost_matrix(network: DataFrame, link_status: DataFrame | None = None
             "loss_mean",
         )
     )
-    tp = (
+    # Throughput tests, each with the congestion flag of the 5-minute interval it ran in: a
+    # test during congestion measures what the path had left, not what it can do (the cost
+    # accounts for congestion through congested_share, so it must not count it twice).
+    flags = status.select(
+        *LINK,
+        F.col("interval_start").alias("_interval"),
+        F.col("congested").alias("_congested"),
+    )
+    bps = F.col("throughput_bps").cast("double")
+    tests = (
         network.filter((F.col("test") == "throughput") & F.col("throughput_bps").isNotNull())
-        .groupBy(week, *LINK)
+        .withColumn("_interval", _floor_ts("ts", INTERVAL_SECONDS))
+        .join(flags, [*LINK, "_interval"], "left")
+        .withColumn("_clear", ~F.coalesce(F.col("_congested"), F.lit(False)))
+    )
+    clear_bps = F.when(F.col("_clear"), bps)
+    tp = (
+        tests.groupBy(week, *LINK)
         .agg(
             F.count(F.lit(1)).alias("throughput_tests"),
-            F.percentile_approx(F.col("throughput_bps").cast("double"), 0.5).alias(
-                "throughput_median_bps"
-            ),
+            F.percentile_approx(bps, [0.5, 0.1]).alias("_all"),
+            F.count(clear_bps).alias("_n_clear"),
+            F.percentile_approx(clear_bps, [0.5, 0.1]).alias("_clear"),
+            F.stddev(F.coalesce(clear_bps, bps)).alias("_sd"),
+        )
+        .select(
+            "week",
+            *LINK,
+            "throughput_tests",
+            F.col("_all")[0].alias("throughput_median_bps"),
+            (F.col("throughput_tests") - F.col("_n_clear")).alias("throughput_tests_congested"),
+            # corrected: the tests outside congested intervals (all of them when none is clear)
+            F.when(F.col("_n_clear") > 0, F.col("_clear")[0])
+            .otherwise(F.col("_all")[0])
+            .alias("throughput_clear_median_bps"),
+            F.when(F.col("_n_clear") > 0, F.col("_clear")[1])
+            .otherwise(F.col("_all")[1])
+            .alias("throughput_p10_bps"),
+            F.col("_sd"),
+            F.greatest(F.col("_n_clear"), F.lit(1)).alias("_n_used"),
         )
     )
     st = (
@@ -1398,12 +1472,33 @@ def network_cost_matrix(network: DataFrame, link_status: DataFrame | None = None
     )
     loss = F.least(F.coalesce(F.col("loss_mean"), F.lit(0.0)), F.lit(0.5))
     share = F.coalesce(F.col("congested_share"), F.lit(0.0))
-    transfer = F.try_divide(F.lit(8 * BYTES_PER_GB), F.col("throughput_median_bps"))
+    transfer = F.try_divide(F.lit(8 * BYTES_PER_GB), F.col("throughput_clear_median_bps"))
     cost = (
         transfer * (1 + (CONGESTION_SLOWDOWN - 1) * share) / (1 - loss)
         + F.lit(SETUP_RTTS) * F.coalesce(F.col("rtt_ms"), F.lit(0.0)) / 1000.0
     )
     m = m.withColumn("cost_seconds_per_gb", cost)
+    # Relative standard error of the median throughput (the cost's main input): 1.2533 sd /
+    # sqrt(n) / median for the tests used; one test alone has no spread, so no error estimate.
+    rel_se = F.try_divide(
+        F.lit(1.2533) * F.col("_sd") / F.sqrt(F.col("_n_used")),
+        F.col("throughput_clear_median_bps"),
+    )
+    m = m.withColumn("throughput_rel_se", rel_se)
+    n_tp = F.coalesce(F.col("throughput_tests"), F.lit(0))
+    n_iv = F.coalesce(F.col("intervals"), F.lit(0))
+    m = m.withColumn(
+        "confidence",
+        F.when(F.col("cost_seconds_per_gb").isNull(), F.lit(None).cast("string"))
+        .when(
+            (n_tp >= CONFIDENCE_HIGH_TESTS)
+            & (n_iv >= CONFIDENCE_HIGH_INTERVALS)
+            & (F.coalesce(rel_se, F.lit(1.0)) <= CONFIDENCE_HIGH_REL_SE),
+            "high",
+        )
+        .when((n_tp >= CONFIDENCE_MEDIUM_TESTS) & (n_iv >= CONFIDENCE_MEDIUM_INTERVALS), "medium")
+        .otherwise("low"),
+    )
     rank = F.rank().over(
         Window.partitionBy("week", "dst_site").orderBy(
             F.col("cost_seconds_per_gb").asc_nulls_last()

@@ -732,7 +732,7 @@ class Simulation:
         g, rng, cfg = self.grid, self.rng, self.grid.config
         names = [s.name for s in g.sites]
         pairs = [(a, b) for a in g.sites for b in g.sites if a is not b]
-        planted: dict[str, Any] = {"congestion_episodes": []}
+        planted: dict[str, Any] = {"congestion_episodes": [], "paths": {}}
         congested: set[tuple[str, str]] = set()
         drift: tuple[str, str] | None = None
         outage: tuple[str, str] | None = None
@@ -767,8 +767,11 @@ class Simulation:
             path = (src.name, dst.name)
             base = _base_delay_ms(src, dst) + rng.uniform(-0.1, 0.3)
             u_base, u_amp = rng.uniform(0.15, 0.4), rng.uniform(0.05, 0.2)
-            capacity = 100e9 if abs(src.lon - dst.lon) < 40 else 40e9
-            ceiling = 9.4e9 if abs(src.lon - dst.lon) < 40 else 4.0e9
+            capacity, ceiling = path_capacity(cfg.seed, src, dst)
+            planted["paths"][f"{src.name}->{dst.name}"] = {
+                "link_capacity_bps": capacity,
+                "achievable_throughput_bps": round(ceiling, -3),
+            }
             episodes: list[tuple[int, int, float]] = []
             if path in congested:
                 day = start
@@ -1023,6 +1026,21 @@ def _poisson(rng: random.Random, lam: float) -> int:
         k += 1
         p *= rng.random()
     return k
+
+
+def path_capacity(seed: int, src: Site, dst: Site) -> tuple[float, float]:
+    """Planted (link capacity, achievable single-stream throughput) of the path src -> dst, bits/s.
+
+    The link: 100 Gb/s within a continent, 40 Gb/s across an ocean (the utilisation series is a
+    share of it). A throughput test reaches at most the path's achievable throughput (host NICs,
+    TCP over the round trip, middleboxes): up to 9.4 Gb/s on a short path and 4 Gb/s on a long
+    one, each path its own share of that (0.3 to 1.0), drawn from a generator seeded by the path
+    so the grid's main random stream, and every other planted quantity, does not depend on it.
+    That share is the true order of the paths for moving data (``truth.json`` network.paths).
+    """
+    short = abs(src.lon - dst.lon) < 40
+    share = random.Random(f"{seed}:{src.name}->{dst.name}").uniform(0.3, 1.0)
+    return (100e9 if short else 40e9), (9.4e9 if short else 4.0e9) * share
 
 
 def _base_delay_ms(a: Site, b: Site) -> float:

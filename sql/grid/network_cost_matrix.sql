@@ -14,8 +14,13 @@ CREATE OR REPLACE VIEW grid.network_cost_matrix (
   `intervals` COMMENT '5-minute intervals of gold.network_link_status',
   `congested_share` COMMENT 'Share of congested intervals',
   `quiet_share` COMMENT 'Share of quiet intervals (empirical filter)',
-  `cost_seconds_per_gb` COMMENT 'Expected seconds to move 1 GB: 8e9 / throughput x (1 + 3 x congested_share) / (1 - min(loss, 0.5)) + 10 x rtt_ms / 1000 (null without throughput tests)',
-  `source_rank` COMMENT 'Rank of the source site for its destination and week, 1 = cheapest'
+  `cost_seconds_per_gb` COMMENT 'Expected seconds to move 1 GB: 8e9 / throughput_clear_median_bps x (1 + 3 x congested_share) / (1 - min(loss, 0.5)) + 10 x rtt_ms / 1000 (null without throughput tests: a missing path is missing, never free)',
+  `source_rank` COMMENT 'Rank of the source site for its destination and week, 1 = cheapest',
+  `throughput_tests_congested` COMMENT 'Throughput tests that ran during a congested 5-minute interval',
+  `throughput_clear_median_bps` COMMENT 'Median throughput of the tests outside congested intervals (all tests when every one was congested): what the path can do, bits/s',
+  `throughput_p10_bps` COMMENT '10th percentile of the same tests: the throughput to plan on, bits/s',
+  `throughput_rel_se` COMMENT 'Relative standard error of the throughput median: 1.2533 x sd / sqrt(tests) / median',
+  `confidence` COMMENT 'high (>= 14 throughput tests, >= 1008 intervals, throughput_rel_se <= 0.1), medium (>= 4 tests, >= 288 intervals) or low; null without a cost'
 )
 COMMENT 'Expected path performance between sites per week and the cost of moving 1 GB, with the rank of each source site for its destination. Grain: one row per src_site, dst_site and ISO week.'
 AS SELECT `week`,
@@ -32,5 +37,10 @@ AS SELECT `week`,
        `congested_share`,
        `quiet_share`,
        `cost_seconds_per_gb`,
-       `source_rank`
+       `source_rank`,
+       `throughput_tests_congested`,
+       `throughput_clear_median_bps`,
+       `throughput_p10_bps`,
+       `throughput_rel_se`,
+       `confidence`
 FROM gold.network_cost_matrix
