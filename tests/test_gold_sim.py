@@ -45,11 +45,11 @@ def test_amdahl_serial_fraction_within_20_percent(sim_grid, gold_eff) -> None:
         if len(spec["cores"]) < 2 or spec["serial_fraction"] == 0:
             continue
         fit, s = fits[jt], spec["serial_fraction"]
-        if fit.serial_fraction_se is not None and fit.serial_fraction_se > 0.2 * s:
-            # too few multi-core jobs to pin s within 20%: the planted value must lie in the 95% CI
-            assert abs(fit.serial_fraction - s) < 1.96 * fit.serial_fraction_se, jt
-        else:
-            assert fit.serial_fraction == pytest.approx(s, rel=0.2), jt
+        se = fit.serial_fraction_se
+        print(f"{jt}: serial fraction {fit.serial_fraction:.4f} +- {se} (planted {s})")
+        assert fit.serial_fraction == pytest.approx(s, rel=0.2), jt
+        if se is not None:  # and its interval is honest: the planted value within 3 se
+            assert abs(fit.serial_fraction - s) < 3 * se, jt
         checked += 1
     assert checked == 4  # evgen, simul, pile, reprocessing run on several core counts
 

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from gridlake.gold import io_signatures as io
 from gridlake.gold.io_signatures import DEFAULT_IO_RULES, io_rules_frame, resolve_io_rules
-from gridlake.settings import REPO_ROOT
+from gridlake.settings import REPO_ROOT, get_settings
 from gridlake.silver.features import job_node_features
 from gridlake.silver.files import silver_jobs_from_jsonl, silver_nodes_from_jsonl
 from gridlake.sources.base import Rejected
@@ -759,8 +759,16 @@ def test_labelled_capture_on_this_machine(spark, tmp_path) -> None:
     out = _classify_captures(spark, tmp_path, jobs, kept)
     print(f"\nlabelled capture on {os.cpu_count()} CPUs, load {os.getloadavg()}:")
     failures = []
+    report = {"cpus": os.cpu_count(), "load": os.getloadavg(), "phases": {}}
     for name, expected in EXPECTED_PHASES.items():
         r = out[name]
+        report["phases"][name] = {
+            "expected": expected,
+            "signature": r.signature,
+            "decision_margin": r.decision_margin,
+            "confidence": r.confidence,
+            "margins_to_thresholds": _margins(r, R),
+        }
         assert r.vmstat_samples >= PHASE_SECONDS - 8 and r.iostat_samples >= PHASE_SECONDS - 8
         print(f"  {name:8s} -> {r.signature:18s} (expected {expected}) eff {r.cpu_efficiency:.3f} "
               f"vmstat {r.vmstat_samples} iostat {r.iostat_samples} us {r.us_mean:.1f} "
@@ -770,4 +778,9 @@ def test_labelled_capture_on_this_machine(spark, tmp_path) -> None:
         print(f"           margins to thresholds: {_margins(r, R)}")
         if r.signature != expected:
             failures.append((name, r.signature, expected))
+    # The margins are reported where a person can read them after the run (pytest hides a
+    # passing test's output): .gridlake/<instance>/reports/labelled_capture.json
+    reports = get_settings().state / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    (reports / "labelled_capture.json").write_text(json.dumps(report, indent=2) + "\n")
     assert not failures
