@@ -701,15 +701,19 @@ def _network_section(q: _Q) -> Section:
 def _outliers_section(q: _Q) -> Section:
     rows, weeks = q("site_outliers"), q("site_outlier_weeks")
     before = [w["outliers"] for w in weeks if w["week"] < q.week]
+
+    def entries(n: int) -> str:
+        return f"{n} {'entry' if n == 1 else 'entries'}"
+
     if rows:
-        sentence = f"The site has {len(rows)} entries on this week's outlier list"
+        sentence = f"The site has {entries(len(rows))} on this week's outlier list"
         if before:
             sentence += f" ({before[-1]} the week before)"
         sentence += f"; the strongest: {rows[0]['evidence']}"
         sentence = sentence.rstrip(".") + "."
     else:
         sentence = "The site is on none of this week's outlier lists"
-        sentence += f" ({before[-1]} entries the week before)." if before else "."
+        sentence += f" ({entries(before[-1])} the week before)." if before else "."
     fig, (a, b) = _figure()
     drawn = 0
     if weeks:

@@ -203,12 +203,32 @@ def _colored(img, box) -> int:
     return sum(1 for r, g, b in crop.getdata() if max(r, g, b) - min(r, g, b) > 60)
 
 
-def test_pdf_report_has_every_section_and_every_plot_has_data(weekly_reports, grid3, tmp_path):
-    """The slow-storage site's PDF, rendered to PNG: each section on its page, with its title and
-    its sentence, and coloured plot marks in both panels of its figure."""
+def test_pdf_report_has_every_section_and_every_plot_has_data(
+    weekly_reports, grid3, tmp_path, spark
+):
+    """A planted site's PDF, rendered to PNG: each section on its page, with its title and its
+    sentence, and coloured plot marks in both panels of its figure. The site: the first planted
+    one (slow storage, misconfigured, memory-restricted, remote read) on the week's outlier
+    list, so that the outliers panel has entries to draw (a site on no list gets "no data this
+    week" there, which is right but draws nothing)."""
+    from gridlake.gold.efficiency import GOLD_EFFICIENCY_OUTLIERS
+
     _run_id, _out, folder, _keep = weekly_reports
     _grid, truth, _sites = grid3
-    site = truth["planted"]["slow_storage_site"]
+    listed = {
+        r.site
+        for r in spark.read.format("delta")
+        .load(GOLD_EFFICIENCY_OUTLIERS.path())
+        .where("week = DATE'2026-11-16'")
+        .select("site")
+        .distinct()
+        .collect()
+    }
+    roles = ("slow_storage_site", "misconfigured_site", "memory_restricted_site",
+             "remote_read_site")  # fmt: skip
+    candidates = [truth["planted"][r] for r in roles if truth["planted"][r] in listed]
+    assert candidates, f"no planted site on the W47 outlier list ({sorted(listed)})"
+    site = candidates[0]
     html = (folder / f"{site_file_stem(site)}.html").read_text()
     points = [int(p) for p in re.findall(r'data-points="(\d+)"', html)]
     assert len(points) == len(SITE_SECTIONS) and min(points) > 0, points
@@ -283,17 +303,37 @@ def test_scheduled_airflow_listens_on_loopback_only(scheduled_airflow):
 def test_backfill_of_three_weeks_writes_three_sets_of_reports(scheduled_airflow, weekly_reports,
                                                               grid3):  # fmt: skip
     _run_id, _out, _folder, first_w47 = weekly_reports
+
+    def runs() -> list[dict]:
+        out = airflow_sh("run", "dags", "list-runs", "grid_weekly_site_reports", "-o", "json")
+        line = next((x for x in reversed(out.stdout.splitlines()) if x.startswith("[")), "[]")
+        return json.loads(line)
+
+    done = ("success", "failed")
+    # On start the scheduler runs the latest interval itself (the week just ended). A backfill
+    # skips a run still in progress, so let it finish: the backfill then re-runs it ("completed")
+    # and all three weeks are the backfill's.
+    deadline = time.monotonic() + 1800
+    while any(r["state"] not in done for r in runs()):
+        assert time.monotonic() < deadline, runs()
+        time.sleep(10)
+    created = datetime.now(UTC)
     result = airflow_sh(
         "run", "backfill", "create", "--dag-id", "grid_weekly_site_reports",
         "--from-date", "2026-11-09", "--to-date", "2026-11-24", "--reprocess-behavior", "completed",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-4000:]
-    deadline = time.monotonic() + 3600
+    # The three intervals' runs, started by the backfill (a re-run completed run keeps its
+    # run id; the CLI shows no run type): Mondays 06:00 of W46, W47, W48 report W45-W47.
+    mondays = ("2026-11-09", "2026-11-16", "2026-11-23")
+    deadline = time.monotonic() + 2400
     while True:
-        runs = airflow_sh("run", "dags", "list-runs", "grid_weekly_site_reports", "-o", "json")
-        line = next((x for x in reversed(runs.stdout.splitlines()) if x.startswith("[")), "[]")
-        backfill = [r for r in json.loads(line) if r["run_id"].startswith("backfill__")]
-        if len(backfill) == 3 and all(r["state"] in ("success", "failed") for r in backfill):
+        backfill = [
+            r for r in runs()
+            if r["logical_date"][:10] in mondays and r["start_date"]
+            and datetime.fromisoformat(r["start_date"]) >= created
+        ]  # fmt: skip
+        if len(backfill) == 3 and all(r["state"] in done for r in backfill):
             break
         assert time.monotonic() < deadline, backfill
         time.sleep(10)

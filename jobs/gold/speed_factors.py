@@ -731,11 +731,13 @@ def factor_agreement(factors: DataFrame) -> DataFrame:
     )
     pooled = pairs.withColumn("job_type_a", F.lit(ALL)).withColumn("job_type_b", F.lit(ALL))
 
+    # Averages are rounded to 12 decimals: a sum of doubles depends on the order the rows arrive
+    # in (the join's partitioning), and a re-run of the same week must give the same table.
     def summary(df: DataFrame) -> DataFrame:
         return df.groupBy("job_type_a", "job_type_b").agg(
             F.count(F.lit(1)).alias("n_models"),
-            F.avg(F.abs("d")).alias("mean_abs_rel_diff"),
-            F.sqrt(F.avg(F.col("d") * F.col("d"))).alias("rms_rel_diff"),
+            F.round(F.avg(F.abs("d")), 12).alias("mean_abs_rel_diff"),
+            F.round(F.sqrt(F.avg(F.col("d") * F.col("d"))), 12).alias("rms_rel_diff"),
             F.max(F.abs("d")).alias("max_abs_rel_diff"),
             F.max_by("cpu_model", F.abs("d")).alias("max_diff_model"),
         )
