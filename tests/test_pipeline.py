@@ -180,6 +180,68 @@ def test_bad_input_ends_exactly_once_in_silver_quarantine_or_deadletter(
     assert {j for j, r in by_id.items() if r.is_outlier} == {f"{tag}-10", f"{tag}-11"}
 
 
+# A small simulated grid far from the demo week, with 5 % of its records broken on purpose.
+BAD_GRID = {"start": date(2024, 3, 4), "days": 2, "sites": 6, "cpu_models": 4, "jobs": 300,
+            "seed": 4242, "monitored_hosts_per_site": 1, "node_interval": 900,
+            "latency_interval": 3600, "bad_share": 0.05, "resend_share": 0.02}  # fmt: skip
+
+
+def _planted_key(topic: str, rec: dict) -> str:
+    """The simulator's key of a planted bad record (truth.json bad_records) from its raw JSON."""
+    if topic == "grid.jobs":
+        return rec["job_id"]
+    if topic == "grid.nodes":
+        return f"{rec['host']}|{rec['ts']}|{rec['kind']}"
+    return f"{rec['src_host']}|{rec['dst_host']}|{rec['ts']}|{rec['test']}"
+
+
+@pytest.mark.adds_records
+def test_planted_bad_records_of_the_simulator_reach_the_quarantine_tables(
+    spark, kafka, tmp_path
+) -> None:
+    """Every planted bad job, node sample and network result, sent through Kafka, is read back
+    from its silver.quarantine_<input> Delta table with the rule the simulator planted, and
+    nothing else of that grid is; the good records are in silver once each."""
+    from gridlake.bronze.ingest import ingest
+    from gridlake.silver.refine import refine
+    from gridlake.sources.simulate import SimConfig, simulate
+    from gridlake.tables import QUARANTINE_NETWORK, QUARANTINE_NODES, SILVER_NODE_SAMPLES
+
+    truth = simulate(SimConfig(**BAD_GRID), tmp_path, progress=False)
+    counts = truth["counts"]
+    for kind in ("jobs", "nodes", "network"):
+        pub = gridlake_cli("publish", "--quiet", "--topic", f"grid.{kind}",
+                           str(tmp_path / f"{kind}.jsonl"))  # fmt: skip
+        assert pub.returncode == 0, pub.stderr[-2000:]
+    ingest(spark, ("jobs", "nodes", "network"))
+    for kind in ("nodes", "jobs", "network"):  # an operator's call: this grid is a burst
+        refine(spark, kind, accept_volume_drop=True)
+
+    quarantines = {"grid.jobs": QUARANTINE_JOBS, "grid.nodes": QUARANTINE_NODES,
+                   "grid.network": QUARANTINE_NETWORK}  # fmt: skip
+    for topic, table in quarantines.items():
+        planted = {b["key"]: b["rule"] for b in truth["bad_records"] if b["topic"] == topic}
+        assert len(planted) >= 5, topic
+        # this grid's rows: its job ids (bad ones are "bad-sim4242-...") or its days (March
+        # 2024: nothing else is there)
+        mine = F.col("raw").contains("sim4242-") | F.col("raw").contains('"2024-03-0')
+        got: dict[str, list[str]] = defaultdict(list)
+        for r in _table(spark, table).filter(mine).select("raw", "reasons").collect():
+            got[_planted_key(topic, json.loads(r.raw))].extend(r.reasons)
+        assert set(got) == set(planted), topic  # every planted record, and nothing else
+        for key, rule in planted.items():
+            assert any(reason.startswith(rule) for reason in got[key]), (topic, key, got[key])
+    # the good ones: each job attempt once (re-sent copies absorbed), each sample once
+    jobs = _table(spark, SILVER_JOBS).filter(F.col("job_id").startswith("sim4242-"))
+    assert counts["resent_jobs"] > 0
+    assert jobs.count() == jobs.select("job_id").distinct().count() == counts["jobs"]
+    hosts = [h for s in truth["sites"].values() for h in s["monitored_hosts"]]
+    samples = _table(spark, SILVER_NODE_SAMPLES).filter(
+        F.col("host").isin(hosts) & (F.year("ts") == 2024)
+    )
+    assert samples.count() == counts["nodes"]
+
+
 def _expected_gold(jobs: list[dict]) -> dict[tuple[date, str, str], dict[str, float]]:
     """An independent computation of gold.site_efficiency_weekly from the canonical records."""
     acc: dict[tuple[date, str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))

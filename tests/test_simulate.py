@@ -184,9 +184,10 @@ def test_node_samples_follow_the_planted_signatures(sim_grid) -> None:
             )
     wa: dict[str, list[float]] = defaultdict(list)
     si: dict[str, list[float]] = defaultdict(list)
+    broken = {b["key"] for b in truth["bad_records"] if b["topic"] == "grid.nodes"}
     for line in (folder / "nodes.jsonl").read_text().splitlines():
         s = json.loads(line)
-        if s["kind"] != "vmstat":
+        if s["kind"] != "vmstat" or f"{s['host']}|{s['ts']}|{s['kind']}" in broken:
             continue
         t = _epoch(s["ts"])
         present = {g for a, b, g in runs[s["host"]] if a <= t < b}
@@ -268,6 +269,19 @@ def test_silver_rows_and_derived_columns_match_the_truth(spark, sim_grid, sim_jo
     samples, disks = silver_nodes_from_jsonl(spark, str(folder / "nodes.jsonl"))
     assert samples.count() == counts["nodes"] > 0
     assert disks.count() == counts["nodes"]  # iostat records (half) x 2 devices
+    # node samples: the planted broken ones (extra records) are rejected with their rule
+    from gridlake.silver.nodes import validate_nodes
+
+    bad_nodes = {b["key"]: b["rule"] for b in truth["bad_records"] if b["topic"] == "grid.nodes"}
+    assert len(bad_nodes) == counts["bad_nodes"] > 10 and len(set(bad_nodes.values())) == 3
+    vn = validate_nodes(bronze_from_jsonl(spark, str(folder / "nodes.jsonl"), "nodes"))
+    rejected_nodes = {
+        f"{r.host}|{r.ts.strftime('%Y-%m-%dT%H:%M:%SZ')}|{r.kind}": r._reasons
+        for r in vn.filter(F.size("_reasons") > 0).collect()
+    }
+    assert set(rejected_nodes) == set(bad_nodes)  # every planted one, and nothing else
+    for key, rule in bad_nodes.items():
+        assert any(reason.startswith(rule) for reason in rejected_nodes[key]), (key, rule)
     # network: every written result, minus the planted bad ones (counted among them)
     bad = {b["key"]: b["rule"] for b in truth["bad_records"] if b["topic"] == "grid.network"}
     assert len(bad) == counts["bad_network"] > 10

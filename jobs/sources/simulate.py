@@ -46,8 +46,9 @@ The model (calibrated on ``domain.md``)
   congestion episodes on chosen paths where delay and loss rise past ~80%), a weekend latency
   spike on the incoming links of one site, a path whose source clock drifts, one complete-loss
   outage and a throughput drop.
-- Optional planted bad records (``bad_share``) with the rule the silver layer must quarantine them
-  for, and re-sent duplicates (``resend_share``) that silver must absorb.
+- Optional planted bad records (``bad_share``: jobs, node samples and network results) with the
+  rule the silver layer must quarantine them for, and re-sent duplicates (``resend_share``) that
+  silver must absorb.
 - The true cost of an event of each job type at each site (``true_cost`` in the truth file,
   ``true_costs``): computed from the planted quantities after the run, without random draws, so
   the records are the same with or without it.
@@ -673,7 +674,16 @@ class Simulation:
         monitored = index < g.config.monitored_hosts_per_site
         weights = self._occupation_weights(site)
         node = (
-            _NodeState(site, host, rng, g.config.node_interval, g.range_start)
+            _NodeState(
+                site,
+                host,
+                rng,
+                g.config.node_interval,
+                g.range_start,
+                g.config.bad_share,
+                g.config.seed,
+                self.bad_records,
+            )
             if monitored
             else None
         )
@@ -871,8 +881,15 @@ class Simulation:
 class _NodeState:
     """vmstat/iostat state of one monitored host; samples follow the attempts running on it."""
 
-    def __init__(self, site: Site, host: str, rng: random.Random, interval: int, t0: int) -> None:
+    def __init__(
+        self, site: Site, host: str, rng: random.Random, interval: int, t0: int,
+        bad_share: float = 0.0, seed: int = 0, bad_records: list[dict[str, str]] | None = None,
+    ) -> None:  # fmt: skip
         self.site, self.host, self.rng, self.interval = site, host, rng, interval
+        # Planted bad samples are extra records (a garbled copy one second after a good one),
+        # drawn from a generator of their own: planting them moves nothing else.
+        self.bad_share, self.bad_records = bad_share, bad_records
+        self.bad_rng = random.Random(f"{seed}|bad-nodes|{host}") if bad_share > 0 else None
         self.next_ts = t0 - t0 % interval + interval
         self.mem_total_kb = (12 if "memory_restricted_site" in site.roles else 32) * 1024 * 1024
         self.cache_kb = self.mem_total_kb * 0.3
@@ -887,8 +904,30 @@ class _NodeState:
             running = [r for r in active if r.start <= ts < r.end]
             out.write(self._samples(ts, running))
             counts["nodes"] = counts.get("nodes", 0) + 2
+            if self.bad_rng is not None and self.bad_rng.random() < self.bad_share:
+                out.write(self._bad_sample(ts))
+                counts["bad_nodes"] = counts.get("bad_nodes", 0) + 1
             self.next_ts += self.interval
         self.previous = [r for r in active if r.end > until]
+
+    def _bad_sample(self, ts: int) -> str:
+        """A broken sample (one of three faults) and its record in ``bad_records``."""
+        assert self.bad_rng is not None and self.bad_records is not None
+        rec: dict[str, Any] = {
+            "site": self.site.name, "host": self.host, "ts": _ts(ts + 1),
+            "interval_seconds": self.interval, "kind": "vmstat", "us": 10, "sy": 1, "id": 89,
+            "wa": 0,
+        }  # fmt: skip
+        fault = self.bad_rng.randrange(3)
+        if fault == 0:
+            rec["kind"], rule = "sar", "invalid value: kind"
+        elif fault == 1:
+            rec["interval_seconds"], rule = -self.interval, "out of range: interval_seconds < 0"
+        else:
+            rec["wa"], rule = -5, "out of range: wa < 0"
+        key = f"{self.host}|{rec['ts']}|{rec['kind']}"
+        self.bad_records.append({"topic": "grid.nodes", "key": key, "rule": rule})
+        return _dumps(rec) + "\n"
 
     def _samples(self, ts: int, running: list[_Run]) -> str:
         rng = self.rng
