@@ -332,24 +332,20 @@ def test_site_ranking_matches_the_planted_true_cost(sim_cost) -> None:
 def test_slow_storage_site_last_for_io_heavy_job_types_only(sim_cost) -> None:
     truth, tables = sim_cost
     slow = truth["planted"]["slow_storage_site"]
-    memory = truth["planted"]["memory_restricted_site"]
     rows = tables["gold.site_workflow_cost"]
     weeks = sorted({r.week for r in rows})
     n_sites = len(truth["sites"])
     for jt, spec in truth["job_types"].items():
         planted_order = sorted(truth["sites"], key=lambda s: _true(truth, s, jt))
+        # the planted truth itself: slow storage is the dearest site for every I/O-heavy type
+        # (pile included: the memory-restricted site's swapping costs less), never for the others
+        assert (planted_order[-1] == slow) == spec["io_heavy"], (jt, planted_order)
         for week in weeks:
             rank = {r.site: r.cost_rank for r in rows if r.job_type == jt and r.week == week}
-            if not spec["io_heavy"]:
-                assert rank[slow] < n_sites, (jt, week, rank)
-            elif planted_order[-1] == slow:  # reprocessing and merge
+            if spec["io_heavy"]:
                 assert rank[slow] == n_sites, (jt, week, rank)
             else:
-                # pile: the memory-restricted site's pile swaps (planted efficiency x 0.50,
-                # below the slow storage's x 0.55), so the truth puts it last and slow storage
-                # second to last: so must the measurement
-                assert planted_order[-2:] == [slow, memory], jt
-                assert (rank[slow], rank[memory]) == (n_sites - 1, n_sites), (jt, week, rank)
+                assert rank[slow] < n_sites, (jt, week, rank)
     # the I/O term is where the slow storage site's extra cost shows
     for r in rows:
         if r.site == slow and truth["job_types"][r.job_type]["io_heavy"]:

@@ -15,6 +15,7 @@ from gridlake.cpu_models import classify
 from gridlake.gold.site_efficiency import site_efficiency_weekly
 from gridlake.silver.files import bronze_from_jsonl
 from gridlake.silver.jobs import validate_jobs
+from gridlake.sources import simulate as sim
 from gridlake.sources.simulate import (
     JOB_TYPES,
     SimConfig,
@@ -165,9 +166,18 @@ def test_planted_site_effects_show_in_the_jobs(sim_grid) -> None:
     def others(jt: str) -> float:
         return sum(eff[(s, jt)] for s in normal) / len(normal)
 
-    assert eff[(p["slow_storage_site"], "pile")] < 0.7 * others("pile")
-    assert eff[(p["memory_restricted_site"], "pile")] < 0.7 * others("pile")
-    assert eff[(p["remote_read_site"], "analysis")] < 0.7 * others("analysis")
+    # the planted factor, seen in the jobs' own CPU and wall times (the initialisation, which no
+    # site effect slows, lifts the ratio a little above it)
+    planted = (
+        ("slow_storage_site", "pile", sim.SLOW_STORAGE_FACTOR),
+        ("slow_storage_site", "reprocessing", sim.SLOW_STORAGE_FACTOR),
+        ("slow_storage_site", "merge", sim.SLOW_STORAGE_FACTOR),
+        ("memory_restricted_site", "pile", sim.MEMORY_BOUND_FACTOR),
+        ("remote_read_site", "analysis", sim.REMOTE_READ_FACTOR),
+    )
+    for role, jt, factor in planted:
+        ratio = eff[(p[role], jt)] / others(jt)
+        assert factor - 0.01 < ratio < factor + 0.05, (role, jt, ratio)
     assert eff[(p["slow_storage_site"], "simul")] == pytest.approx(others("simul"), rel=0.08)
 
 

@@ -81,8 +81,10 @@ RETRY_PROBABILITY = 0.8
 MAX_ATTEMPTS = 3
 OUTLIER_SHARE = 0.003  # 1-core jobs whose CPU time exceeds wall x cores (extra threads)
 
-SLOW_STORAGE_FACTOR = 0.55
-MEMORY_BOUND_FACTOR = 0.50
+# The slow-storage site is the grid's worst place for I/O-heavy work (pile, reprocessing, merge):
+# its factor is below the memory-restricted site's, whose pile swaps but whose storage is fine.
+SLOW_STORAGE_FACTOR = 0.45
+MEMORY_BOUND_FACTOR = 0.70
 REMOTE_READ_FACTOR = 0.55
 MISCONFIGURED_SPEED = 0.82
 MISLEADING_MICROARCH = "Ivy Bridge"
