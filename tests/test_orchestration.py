@@ -216,11 +216,11 @@ def test_pdf_report_has_every_section_and_every_plot_has_data(
     _run_id, _out, folder, _keep = weekly_reports
     _grid, truth, _sites = grid3
     listed = {
-        r.site
+        r.entity_value
         for r in spark.read.format("delta")
         .load(GOLD_EFFICIENCY_OUTLIERS.path())
-        .where("week = DATE'2026-11-16'")
-        .select("site")
+        .where("week = DATE'2026-11-16' AND entity = 'site'")
+        .select("entity_value")
         .distinct()
         .collect()
     }
