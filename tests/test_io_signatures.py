@@ -336,7 +336,7 @@ def test_job_node_features_follow_the_planted_node_behaviour(sim_io) -> None:
         )
 
     io, cpu = stats("io_wait_bound"), stats("cpu_bound")
-    assert io.n > 100 and cpu.n > 1000
+    assert io.n > 50 and cpu.n > 1000
     assert io.util_min >= 70 and io.util_max <= 99.9
     assert io.await_min >= 25 and io.await_max <= 80
     # iowait is a node figure: it depends on how many of the node's cores the I/O-bound jobs
@@ -416,9 +416,23 @@ def test_planted_sites_stand_out_in_profiles_and_node_saturation(sim_io) -> None
         assert all(r.efficiency_gap_vs_other_sites > 0.15 for r in here)
         assert all(r.other_sites_io_wait_share < 0.2 for r in here)
         assert all(r.share_io_wait_bound < 0.02 for r in rows(jt, slow, other=True))
-    for r in rows("pile", memory):
+    mem_rows = rows("pile", memory)
+    assert len(mem_rows) == len(weeks)
+    for r in mem_rows:
         assert r.share_memory_bound > 0.8 and r.lost_core_hours_memory_bound > 0
-        assert r.efficiency_gap_vs_other_sites > 0.15
+        # the column compares with every other site, the slow-storage one among them (its pile
+        # runs at x 0.45): the swapping site is still worse than all of them together...
+        assert r.efficiency_gap_vs_other_sites > 0.05
+        # ...and well below the sites with neither limit (planted: x 0.70 of their efficiency)
+        clean = [x for x in rows("pile") if x.week == r.week and x.site not in (memory, slow)]
+        clean_eff = sum(x.cpu_efficiency * x.core_hours for x in clean) / sum(
+            x.core_hours for x in clean
+        )
+        print(f"pile {r.week}: {memory} {r.cpu_efficiency:.3f} vs clean sites {clean_eff:.3f}")
+        assert clean_eff - r.cpu_efficiency > 0.15
+        assert r.cpu_efficiency / clean_eff == pytest.approx(
+            planted["memory_bound_factor"], abs=0.06
+        )
     assert all(r.share_memory_bound == 0 for r in prof if r.site != memory)
     for r in rows("analysis", remote):
         assert r.share_remote_read_bound > 0.8 and r.lost_core_hours_remote_read_bound > 0

@@ -34,9 +34,16 @@ def parse_and_validate(raw: DataFrame, c: Contract, value_col: str = "value") ->
     text_schema = c.spark_schema(all_strings=True).add(_CORRUPT, "string")
     typed_schema = c.spark_schema()
     opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
-    df = raw.withColumn("_t", F.from_json(F.col(value_col), text_schema, opts)).withColumn(
-        "_v", F.from_json(F.col(value_col), typed_schema, {"mode": "PERMISSIVE"})
+    # Both parses come out of a generator (inline of a one-element array: exactly one row per
+    # record), which the optimizer cannot see through. From a plain projection, a later filter
+    # on _reasons (valid rows, quarantine) is pushed below it with every `_t.x` / `_v.x`
+    # replaced by its from_json: the nodes contract then parsed each record 84 times (70 s for
+    # 130k samples on 2 cores, against 4 s for the same count with one parse).
+    parsed = F.struct(
+        F.from_json(F.col(value_col), text_schema, opts).alias("_t"),
+        F.from_json(F.col(value_col), typed_schema, {"mode": "PERMISSIVE"}).alias("_v"),
     )
+    df = raw.select("*", F.inline(F.array(parsed)))
     is_object = F.ltrim(F.coalesce(F.col(value_col), F.lit(""))).startswith("{")
     invalid_json = (~is_object) | F.col(f"_t.{_CORRUPT}").isNotNull() | F.col("_t").isNull()
 
