@@ -37,16 +37,37 @@ pid_alive() {
   [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
 }
 
-# stop_pid NAME: stop the process (and its group) recorded in NAME's PID file.
+# descendants PID: the PIDs of every process below PID (children, their children, ...), found
+# by parent PID, so that it includes those that left PID's process group (Airflow runs a task's
+# command in a session of its own).
+descendants() {
+  local c
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+    echo "$c"
+    descendants "$c"
+  done
+}
+
+# stop_pid NAME: stop the process recorded in NAME's PID file, its group and every descendant
+# (a running Airflow task's `gridlake` command and its Spark JVM among them), by PID.
 stop_pid() {
-  local f="$GRIDLAKE_RUN/$1.pid" pid
+  local f="$GRIDLAKE_RUN/$1.pid" pid below p
   [ -f "$f" ] || { log "$1: not running"; return 0; }
   pid="$(cat "$f")"
   if kill -0 "$pid" 2>/dev/null; then
+    below="$(descendants "$pid" | tr '\n' ' ')"
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    kill -0 "$pid" 2>/dev/null && { kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; }
-    log "$1: stopped (pid $pid)"
+    for p in $below; do kill -TERM "$p" 2>/dev/null || true; done
+    for _ in $(seq 1 30); do
+      local alive=0
+      for p in "$pid" $below; do kill -0 "$p" 2>/dev/null && alive=1; done
+      [ "$alive" = 0 ] && break
+      sleep 1
+    done
+    for p in "$pid" $below; do
+      kill -0 "$p" 2>/dev/null && { kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true; }
+    done
+    log "$1: stopped (pid $pid${below:+; with ${below% }})"
   fi
   rm -f "$f"
 }
