@@ -286,32 +286,38 @@ def _seed_history(spark: Any, source_days: list[date], copies: int) -> dict[str,
     """Silver history as copies of the refined ``source_days``: copy k moves every timestamp
     by k x len(source_days) days and gives job ids a suffix, so the copies fill the days after
     the source ones. A bulk load of history (not a refine: its time is reported on its own);
-    rows per table after it."""
+    rows per table after it. One append per copy and table, each reading the table as it was
+    before the load (a single plan for all copies ran out of execution memory at the full
+    scale: 28 M jobs and their node samples in one write)."""
+    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
     from gridlake.tables import SILVER_JOBS, SILVER_NODE_DISK_SAMPLES, SILVER_NODE_SAMPLES
 
     span = len(source_days)
-    copy = spark.range(1, copies + 1).select(F.col("id").cast("int").alias("_copy"))
-    shift = F.expr(f"make_dt_interval(_copy * {span})")
-    suffix = F.concat(F.lit("-h"), F.col("_copy").cast("string"))
     plans = (
         (SILVER_JOBS, "end_time", ("submit_time", "start_time", "end_time"),
-         {"job_id": F.concat("job_id", suffix), "retry_of": F.concat("retry_of", suffix),
-          "week": F.to_date(F.date_trunc("week", "end_time"))}),
-        (SILVER_NODE_SAMPLES, "ts", ("ts",), {"sample_date": F.to_date("ts")}),
-        (SILVER_NODE_DISK_SAMPLES, "ts", ("ts",), {"sample_date": F.to_date("ts")}),
+         lambda k: {"job_id": F.concat("job_id", F.lit(f"-h{k}")),
+                    "retry_of": F.concat("retry_of", F.lit(f"-h{k}")),
+                    "week": F.to_date(F.date_trunc("week", "end_time"))}),
+        (SILVER_NODE_SAMPLES, "ts", ("ts",), lambda k: {"sample_date": F.to_date("ts")}),
+        (SILVER_NODE_DISK_SAMPLES, "ts", ("ts",), lambda k: {"sample_date": F.to_date("ts")}),
     )  # fmt: skip
     rows: dict[str, int] = {}
     for table, day_col, times, derived in plans:
-        src = spark.read.format("delta").load(table.path())
-        df = src.filter(F.to_date(day_col).isin(*source_days)).crossJoin(F.broadcast(copy))
-        for c in times:
-            df = df.withColumn(c, F.col(c) + shift)
-        for c, expr in derived.items():
-            df = df.withColumn(c, expr)
-        table.conform(df.drop("_copy")).write.format("delta").mode("append").save(table.path())
-        rows[table.full_name] = spark.read.format("delta").load(table.path()).count()
+        path = table.path()
+        version = DeltaTable.forPath(spark, path).history(1).select("version").first()[0]
+        src = spark.read.format("delta").option("versionAsOf", version).load(path)
+        src = src.filter(F.to_date(day_col).isin(*source_days))
+        for k in range(1, copies + 1):
+            shift = F.expr(f"make_dt_interval({k * span})")
+            df = src
+            for c in times:
+                df = df.withColumn(c, F.col(c) + shift)
+            for c, expr in derived(k).items():
+                df = df.withColumn(c, expr)
+            table.conform(df).write.format("delta").mode("append").save(path)
+        rows[table.full_name] = spark.read.format("delta").load(path).count()
     return rows
 
 
