@@ -40,8 +40,8 @@ status: ## show what runs
 demo: up ## the main job: simulated weeks -> Kafka -> Airflow DAGs -> gold, weekly reports, Superset; Airflow left running
 	@bash infra/demo.sh
 
-test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset
-	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m "not nightly" $(PYTEST_ARGS)
+test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side)
+	@PYTEST_MARK="not nightly" bash infra/test.sh $(PYTEST_ARGS)
 
 test-nightly: install ## end-to-end DAG runs on a simulated grid (ingest, analytics twice, reports, backfill)
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m nightly $(PYTEST_ARGS)
@@ -63,6 +63,7 @@ format: ## ruff format and autofix
 	@$(VENV)/bin/ruff format jobs tests dags superset
 	@$(VENV)/bin/ruff check --fix jobs tests dags superset
 
-clean-test: ## stop the test instance and delete its state
+clean-test: ## stop the test instances (both shards of make test) and delete their state
 	@GRIDLAKE_INSTANCE=test $(MAKE) --no-print-directory down
-	@rm -rf $(GRIDLAKE_HOME)/test
+	@GRIDLAKE_INSTANCE=test-grid GRIDLAKE_PORT_OFFSET=300 $(MAKE) --no-print-directory down
+	@rm -rf $(GRIDLAKE_HOME)/test $(GRIDLAKE_HOME)/test-grid $(GRIDLAKE_HOME)/pytest-warehouse $(GRIDLAKE_HOME)/pytest-grid

@@ -42,6 +42,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     bad-input test's jobs in the demo week; the real APEL samples) must come after them.
     """
     items.sort(key=lambda item: item.get_closest_marker("adds_records") is not None)
+    shard = os.environ.get("GRIDLAKE_TEST_SHARD")
+    if shard:
+        _keep_shard(config, items, shard)
+
+
+# make test runs two pytest processes side by side (infra/test.sh), one per shard, each on its
+# own instance: "warehouse" takes every module with a test on the demo warehouse (the gold_demo
+# fixture: the demo week through the whole pipeline, Thrift, Superset), "grid" all the others
+# (the simulated grid, real samples, Airflow DAGs, unit tests). A module is never split, so its
+# fixtures are built once.
+SHARDS = ("warehouse", "grid")
+
+
+def _keep_shard(config: pytest.Config, items: list[pytest.Item], shard: str) -> None:
+    if shard not in SHARDS:
+        raise pytest.UsageError(f"GRIDLAKE_TEST_SHARD={shard!r}: one of {SHARDS}")
+    on_demo = {item.module.__name__ for item in items if "gold_demo" in item.fixturenames}
+    keep, drop = [], []
+    for item in items:
+        in_warehouse = item.module.__name__ in on_demo
+        (keep if in_warehouse == (shard == "warehouse") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
 
 
 def infra(script: str, action: str, *args: str) -> subprocess.CompletedProcess[str]:
