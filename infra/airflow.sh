@@ -8,7 +8,8 @@
 #              when the run does not end in state "success"
 #   start      a scheduled Airflow on 127.0.0.1: the components of `airflow standalone` (scheduler
 #              with the LocalExecutor, DAG processor, triggerer, API server and UI), each started
-#              on its own so that no log server is started (see "Log servers" below)
+#              on its own so that no log server is started (see "Log servers" below); unpauses
+#              the DAGs named in GRIDLAKE_AIRFLOW_UNPAUSE (default: all four of gridlake's)
 #   stop       stop those components, by PID
 #   status     venv, metadata DB, secrets and components at a glance
 #   login      print the UI's URL, user and generated password
@@ -200,8 +201,10 @@ start() {
   start_bg airflow-api-server "$logs/airflow-api-server.log" \
     "$a" api-server --host 127.0.0.1 --port "$AIRFLOW__API__PORT" --workers 1
   wait_port "$AIRFLOW__API__PORT" 180 airflow-api-server
-  # The DAG processor registers the DAGs a few seconds after start; then unpause gridlake's.
-  local dags=(grid_ingest grid_analytics grid_weekly_site_reports grid_maintenance) d
+  # The DAG processor registers the DAGs a few seconds after start; then unpause gridlake's
+  # (GRIDLAKE_AIRFLOW_UNPAUSE, default all four; the others stay as they are: paused when new).
+  local dags d
+  read -r -a dags <<< "${GRIDLAKE_AIRFLOW_UNPAUSE:-grid_ingest grid_analytics grid_weekly_site_reports grid_maintenance}"
   for d in "${dags[@]}"; do
     for _ in $(seq 1 90); do
       "$a" dags unpause "$d" > /dev/null 2>&1 && break
