@@ -314,8 +314,11 @@ def test_backfill_of_three_weeks_writes_three_sets_of_reports(scheduled_airflow,
 
     def runs() -> list[dict]:
         out = airflow_sh("run", "dags", "list-runs", "grid_weekly_site_reports", "-o", "json")
-        line = next((x for x in reversed(out.stdout.splitlines()) if x.startswith("[")), "[]")
-        return json.loads(line)
+        # the JSON list is one line; Airflow's own log lines around it start with "[" too
+        for line in reversed(out.stdout.splitlines()):
+            if line.startswith("[{") or line.strip() == "[]":
+                return json.loads(line)
+        raise AssertionError(out.stdout[-4000:])
 
     done = ("success", "failed")
     # On start the scheduler runs the latest interval itself (the week just ended). A backfill
@@ -332,13 +335,14 @@ def test_backfill_of_three_weeks_writes_three_sets_of_reports(scheduled_airflow,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-4000:]
     # The three intervals' runs, started by the backfill (a re-run completed run keeps its
-    # run id; the CLI shows no run type): Mondays 06:00 of W46, W47, W48 report W45-W47.
+    # run id; the CLI shows no run type): run after Mondays 06:00 of W46, W47, W48, they report
+    # W45-W47 (Airflow 3: logical_date is the start of the data interval, the Monday before).
     mondays = ("2026-11-09", "2026-11-16", "2026-11-23")
     deadline = time.monotonic() + 2400
     while True:
         backfill = [
             r for r in runs()
-            if r["logical_date"][:10] in mondays and r["start_date"]
+            if r["run_after"][:10] in mondays and r["start_date"]
             and datetime.fromisoformat(r["start_date"]) >= created
         ]  # fmt: skip
         if len(backfill) == 3 and all(r["state"] in done for r in backfill):
