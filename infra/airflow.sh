@@ -9,7 +9,8 @@
 #   start      a scheduled Airflow on 127.0.0.1: the components of `airflow standalone` (scheduler
 #              with the LocalExecutor, DAG processor, triggerer, API server and UI), each started
 #              on its own so that no log server is started (see "Log servers" below); unpauses
-#              the DAGs named in GRIDLAKE_AIRFLOW_UNPAUSE (default: all four of gridlake's)
+#              the DAGs named in GRIDLAKE_AIRFLOW_UNPAUSE (default: all four of gridlake's; empty:
+#              none)
 #   stop       stop those components, by PID
 #   status     venv, metadata DB, secrets and components at a glance
 #   login      print the UI's URL, user and generated password
@@ -202,9 +203,10 @@ start() {
     "$a" api-server --host 127.0.0.1 --port "$AIRFLOW__API__PORT" --workers 1
   wait_port "$AIRFLOW__API__PORT" 180 airflow-api-server
   # The DAG processor registers the DAGs a few seconds after start; then unpause gridlake's
-  # (GRIDLAKE_AIRFLOW_UNPAUSE, default all four; the others stay as they are: paused when new).
-  local dags d
-  read -r -a dags <<< "${GRIDLAKE_AIRFLOW_UNPAUSE:-grid_ingest grid_analytics grid_weekly_site_reports grid_maintenance}"
+  # (GRIDLAKE_AIRFLOW_UNPAUSE, default all four, empty for none; the others stay as they are:
+  # paused when new).
+  local dags=() d
+  read -r -a dags <<< "${GRIDLAKE_AIRFLOW_UNPAUSE-grid_ingest grid_analytics grid_weekly_site_reports grid_maintenance}"
   for d in "${dags[@]}"; do
     for _ in $(seq 1 90); do
       "$a" dags unpause "$d" > /dev/null 2>&1 && break
