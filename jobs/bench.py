@@ -10,8 +10,9 @@ Stages (``--only`` picks some):
 - ``agent``: the node agent's overhead measured as seed 004 measures a collector: a CPU-bound
   workload run repeatedly without and with the agent sampling every 10 s (blocks ABAB), mean and
   standard deviation of each, ratio to baseline (target < 1%).
-- ``silver``: refine day 1 into empty silver tables and day 2 after it, bulk-load days 3-30 as
-  copies of days 1-2 (30 days of history: 30 M jobs at the full scale), refine day 31 into it;
+- ``silver``: refine day 1 into empty silver tables and day 2 after it (node samples, jobs and
+  ``silver.job_node_features``, as ``gridlake refine`` does), bulk-load days 3-30 as copies of
+  days 1-2 (30 days of history: 30 M jobs at the full scale), refine day 31 into it;
   the day-31 / day-1 time ratio (target <= 1.3) and the peak driver memory.
 - ``gold``: every gold table of the efficiency issue, and the CPU speed-factor fit, on a grid of
   N jobs and one of 10 N (hundreds of CPU models, tens of thousands of tasks): wall time, fit
@@ -292,13 +293,21 @@ def _seed_history(spark: Any, source_days: list[date], copies: int) -> dict[str,
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    from gridlake.tables import SILVER_JOBS, SILVER_NODE_DISK_SAMPLES, SILVER_NODE_SAMPLES
+    from gridlake.tables import (
+        SILVER_JOB_NODE_FEATURES,
+        SILVER_JOBS,
+        SILVER_NODE_DISK_SAMPLES,
+        SILVER_NODE_SAMPLES,
+    )
 
     span = len(source_days)
     plans = (
         (SILVER_JOBS, "end_time", ("submit_time", "start_time", "end_time"),
          lambda k: {"job_id": F.concat("job_id", F.lit(f"-h{k}")),
                     "retry_of": F.concat("retry_of", F.lit(f"-h{k}")),
+                    "week": F.to_date(F.date_trunc("week", "end_time"))}),
+        (SILVER_JOB_NODE_FEATURES, "end_time", ("start_time", "end_time"),
+         lambda k: {"job_id": F.concat("job_id", F.lit(f"-h{k}")),
                     "week": F.to_date(F.date_trunc("week", "end_time"))}),
         (SILVER_NODE_SAMPLES, "ts", ("ts",), lambda k: {"sample_date": F.to_date("ts")}),
         (SILVER_NODE_DISK_SAMPLES, "ts", ("ts",), lambda k: {"sample_date": F.to_date("ts")}),
@@ -329,7 +338,7 @@ def bench_silver(scale: Scale, work: Path) -> dict[str, Any]:
     by side; every refined day goes Kafka-format JSON -> bronze -> silver with the quality gate."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from gridlake.silver.refine import refine
+    from gridlake.silver.refine import refine, refresh_job_node_features
 
     start = date(2026, 7, 6)
     first, last = work / "sim-silver-days-1-2", work / "sim-silver-day-31"
@@ -356,8 +365,11 @@ def bench_silver(scale: Scale, work: Path) -> dict[str, Any]:
     def load_and_refine(folder: Path, chunk: list[date]) -> None:
         _load_bronze(spark, str(folder / "jobs.jsonl"), "jobs", "end_time", chunk)
         _load_bronze(spark, str(folder / "nodes.jsonl"), "nodes", "ts", chunk)
-        refine(spark, "jobs")
+        # as `gridlake refine` does it (and the grid_ingest DAG): node samples first, then jobs,
+        # then the features of the jobs either touched
         refine(spark, "nodes")
+        refine(spark, "jobs")
+        refresh_job_node_features(spark)
 
     def timed(label: str, fn: Callable[[], Any]) -> Any:
         result: list[Any] = []

@@ -48,7 +48,6 @@ def cmd_refine(args: argparse.Namespace) -> int:
         print(f"unknown input(s) {', '.join(unknown)}; one of {', '.join(SPECS)}", file=sys.stderr)
         return 2
     spark = _spark()
-    batch_ids: list[str] = []
     bronze_rows = 0
     for name in inputs:
         try:
@@ -67,11 +66,13 @@ def cmd_refine(args: argparse.Namespace) -> int:
             f"{s.clean_rows} clean, {s.duplicate_rows} duplicates absorbed, "
             f"{s.quarantined_rows} quarantined"
         )
-        batch_ids += [str(a["batch_id"]) for a in s.audit]
         bronze_rows += s.bronze_rows
     if any(name in FEATURE_INPUTS for name in inputs):
-        weeks = refresh_job_node_features(spark, batch_ids)
-        print(f"silver.job_node_features: {len(weeks)} weeks refreshed {weeks}")
+        f = refresh_job_node_features(spark)
+        print(
+            f"silver.job_node_features <- {len(f.batches)} refine batches (weeks "
+            f"{', '.join(f.weeks) or '-'}): {f.inserted} jobs inserted, {f.updated} updated"
+        )
     if bronze_rows == 0 and args.idle_exit_code is not None:
         # Airflow skips a task that exits with this code: no asset event, no analytics run.
         print(f"nothing new in bronze for {', '.join(inputs)}: exit {args.idle_exit_code}")

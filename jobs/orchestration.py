@@ -34,7 +34,7 @@ __all__ = [
 
 MANIFEST_PATH = REPO_ROOT / "dags" / "gridlake_manifest.json"
 
-# Inputs whose refine batches refresh silver.job_node_features (the weeks they touched).
+# Inputs whose refine batches refresh silver.job_node_features (the jobs they touched).
 FEATURE_INPUTS = ("jobs", "nodes")
 # Node samples first: the features of the jobs refined next then see their samples at once
 # (the other order computes the features of new jobs twice, once without their samples).

@@ -220,10 +220,9 @@ def gold_demo(spark, jobs_published):
 
     ensure_all(spark)
     ingest(spark)
-    batch_ids = []
     for name in SPECS:
-        batch_ids += [a["batch_id"] for a in refine(spark, name).audit]
-    refresh_job_node_features(spark, batch_ids)
+        refine(spark, name)
+    refresh_job_node_features(spark)
     analyze(spark)
     create_views(spark)
     return jobs_published[0]

@@ -98,3 +98,117 @@ def test_slow_storage_site_jobs_see_iowait_and_busy_disks(spark, gold_demo) -> N
     assert by_site[True].wa > 3 * by_site[False].wa
     assert by_site[True].util > 2 * by_site[False].util
     assert feats.count() == feats.select("job_id").distinct().count()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_refresh_catches_up_with_every_batch_and_recomputes_only_touched_jobs(
+    spark, settings, tmp_path
+) -> None:
+    """The incremental refresh against a from-scratch computation: new jobs are inserted, a job
+    whose host got late samples is updated, the others are left alone; a refine whose refresh
+    never ran (killed in between) is caught up by the next refresh; a rerun commits nothing."""
+    import dataclasses
+    from datetime import timedelta
+
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    from gridlake.silver.refine import refresh_job_node_features
+    from gridlake.tables import (
+        BATCH_AUDIT,
+        SILVER_JOB_NODE_FEATURES,
+        SILVER_JOBS,
+        SILVER_NODE_DISK_SAMPLES,
+        SILVER_NODE_SAMPLES,
+    )
+
+    local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
+    for table in (SILVER_JOBS, SILVER_NODE_SAMPLES, SILVER_NODE_DISK_SAMPLES, BATCH_AUDIT,
+                  SILVER_JOB_NODE_FEATURES):  # fmt: skip
+        ddl = ", ".join(f"`{c.name}` {c.ddl_type}" for c in table.columns)
+        empty = spark.createDataFrame([], ddl).write.format("delta")
+        empty.partitionBy(*table.partition_by).save(table.path(local))
+
+    def append(table, df) -> None:
+        missing = [F.lit(None).alias(c) for c in table.column_names if c not in df.columns]
+        table.conform(df.select("*", *missing)).write.format("delta").mode("append").save(
+            table.path(local)
+        )
+
+    finished = datetime(2026, 11, 18, 23, 0)
+
+    def batch(batch_id: str, jobs=None, vm=None, disks=None) -> None:
+        nonlocal finished
+        if jobs is not None:
+            append(SILVER_JOBS, jobs.withColumn("_batch_id", F.lit(batch_id)))
+        for table, df in ((SILVER_NODE_SAMPLES, vm), (SILVER_NODE_DISK_SAMPLES, disks)):
+            if df is not None:
+                dated = df.withColumn("sample_date", F.to_date("ts"))
+                append(table, dated.withColumn("_batch_id", F.lit(batch_id)))
+        finished += timedelta(minutes=15)
+        audit = spark.createDataFrame(
+            [(batch_id, batch_id.split("-")[0], finished)],
+            "batch_id string, input string, finished_at timestamp",
+        )
+        append(BATCH_AUDIT, audit)
+
+    week = date(2026, 11, 16)
+    jobs = lambda *rows: spark.createDataFrame(list(rows), JOBS)  # noqa: E731
+    vm = lambda *rows: spark.createDataFrame(  # noqa: E731
+        [(h, ts, "vmstat", us, wa, 0.0, 0.0, 0.0, 100.0, 60.0) for h, ts, us, wa in rows], VM
+    )
+    disks = lambda *rows: spark.createDataFrame(  # noqa: E731
+        [(h, ts, "sda", u, 5.0, 10.0, 1.0) for h, ts, u in rows], DISK
+    )
+
+    def features() -> dict[str, tuple]:
+        df = spark.read.format("delta").load(SILVER_JOB_NODE_FEATURES.path(local))
+        cols = ["vmstat_samples", "us_mean", "wa_mean", "iostat_samples", "disk_util_p95"]
+        return {r.job_id: tuple(r[c] for c in cols) for r in df.collect()}
+
+    def from_scratch() -> dict[str, tuple]:
+        read = lambda t: spark.read.format("delta").load(t.path(local))  # noqa: E731
+        df = job_node_features(
+            read(SILVER_JOBS), read(SILVER_NODE_SAMPLES), read(SILVER_NODE_DISK_SAMPLES)
+        )
+        cols = ["vmstat_samples", "us_mean", "wa_mean", "iostat_samples", "disk_util_p95"]
+        return {r.job_id: tuple(r[c] for c in cols) for r in df.collect()}
+
+    def version() -> int:
+        table = DeltaTable.forPath(spark, SILVER_JOB_NODE_FEATURES.path(local))
+        return table.history(1).first()["version"]
+
+    batch("nodes-0", vm=vm(("wn1", t(10), 50.0, 10.0), ("wn1", t(11), 70.0, 30.0)),
+          disks=disks(("wn1", t(10), 40.0)))  # fmt: skip
+    batch("jobs-0", jobs=jobs(("j1", "S", "wn1", t(9, 30), t(11, 30), week),
+                              ("j2", "S", "wn2", t(9), t(12), week)))  # fmt: skip
+    first = refresh_job_node_features(spark, local)
+    # the samples' week, and the next one (a job ending there may have run over them)
+    assert sorted(first.batches) == ["jobs-0", "nodes-0"]
+    assert first.weeks == ["2026-11-16", "2026-11-23"]
+    assert (first.inserted, first.updated) == (2, 0)
+    assert features() == {
+        "j1": (2, 60.0, 20.0, 1, 40.0),
+        "j2": (0, None, None, 0, None),
+    }
+    assert features() == from_scratch()
+
+    v = version()
+    again = refresh_job_node_features(spark, local)  # nothing new since: no commit
+    assert (again.batches, again.inserted, again.updated, version()) == ([], 0, 0, v)
+
+    # Late samples of wn1 inside j1, then a new job on wn3 whose refine was killed before its
+    # refresh; then a refine on wn2 outside j2's run. One refresh catches up with all three.
+    batch("nodes-1", vm=vm(("wn1", t(11, 15), 90.0, 60.0), ("wn2", t(13), 10.0, 0.0)))
+    batch("jobs-1", jobs=jobs(("j3", "S", "wn3", t(12), t(13), week)))
+    batch("nodes-2", vm=vm(("wn3", t(12, 30), 20.0, 80.0)), disks=disks(("wn3", t(12, 30), 99.0)))
+    caught = refresh_job_node_features(spark, local)
+    assert sorted(caught.batches) == ["jobs-1", "nodes-1", "nodes-2"]
+    assert (caught.inserted, caught.updated) == (1, 1)  # j3 new, j1 changed, j2 left alone
+    assert features() == {
+        "j1": (3, 70.0, pytest.approx(100.0 / 3), 1, 40.0),
+        "j2": (0, None, None, 0, None),
+        "j3": (1, 20.0, 80.0, 1, 99.0),
+    }
+    assert features() == from_scratch()

@@ -436,57 +436,137 @@ def refine_jobs(spark: SparkSession, settings: Settings | None = None) -> Refine
     return refine(spark, "jobs", settings)
 
 
-def refresh_job_node_features(
-    spark: SparkSession, batch_ids: list[str], settings: Settings | None = None
-) -> list[str]:
-    """Recompute silver.job_node_features for the weeks touched by the given refine batches.
+@dataclass(frozen=True)
+class FeatureRefresh:
+    """What a refresh of silver.job_node_features did."""
 
-    A week is touched when a job of it, or a node sample that jobs of it (or of the next week)
-    could cover, was written by one of the batches. Only those weeks are rewritten
-    (``replaceWhere``), so the cost follows the new data, not the history.
+    batches: list[str]  # the refine batches it caught up with
+    weeks: list[str]  # the ISO weeks (Mondays) whose jobs it could touch
+    inserted: int
+    updated: int
+
+
+FEATURES_WATERMARK_KEY = "gridlake.features.batches_through"
+
+
+def _features_watermark(spark: SparkSession, settings: Settings) -> datetime | None:
+    """``finished_at`` of the last refine batch silver.job_node_features caught up with, from
+    the user metadata of its latest refresh commit (OPTIMIZE/VACUUM commits carry none)."""
+    import json
+
+    history = DeltaTable.forPath(spark, SILVER_JOB_NODE_FEATURES.path(settings)).history(100)
+    for row in history.where("userMetadata IS NOT NULL").select("userMetadata").collect():
+        try:
+            value = json.loads(row[0]).get(FEATURES_WATERMARK_KEY)
+        except (ValueError, AttributeError):
+            continue
+        if value:
+            return datetime.fromisoformat(value)
+    return None
+
+
+def refresh_job_node_features(
+    spark: SparkSession, settings: Settings | None = None
+) -> FeatureRefresh:
+    """Bring silver.job_node_features up to date with every refine batch of jobs and nodes.
+
+    The batches are those of ``silver.batch_audit`` finished after the watermark the last
+    refresh committed, so a refine that crashed (or was killed) before its refresh is caught up
+    by the next one. A job is recomputed when its ``silver.jobs`` row was written by one of
+    those batches, or when a node or disk sample they wrote falls on its host within
+    [start_time, end_time]. Only those jobs are computed, from their host's samples during their
+    run, and MERGEd by (job_id, week), a row updated only when a value changed: the cost follows
+    the new data, not the history, and a rerun changes nothing.
     """
     import datetime as dt
+    import json
 
+    from gridlake.orchestration import FEATURE_INPUTS
     from gridlake.silver.features import job_node_features
 
     settings = settings or get_settings()
-    SILVER_JOB_NODE_FEATURES.ensure(spark, settings)
-    if not batch_ids:
-        return []
     # On a fresh warehouse the first refine (nodes, before jobs) finds no silver.jobs yet: the
     # join then has an empty side rather than failing after the node samples were committed.
-    for table in (SILVER_JOBS, SILVER_NODE_SAMPLES, SILVER_NODE_DISK_SAMPLES):
-        table.ensure(spark, settings)
+    for table in (SILVER_JOB_NODE_FEATURES, BATCH_AUDIT, SILVER_JOBS, SILVER_NODE_SAMPLES,
+                  SILVER_NODE_DISK_SAMPLES):  # fmt: skip
+        if not DeltaTable.isDeltaTable(spark, table.path(settings)):
+            table.ensure(spark, settings)
     read = lambda t: spark.read.format("delta").load(t.path(settings))  # noqa: E731
+    since = _features_watermark(spark, settings)
+    audit = read(BATCH_AUDIT).where(F.col("input").isin(*FEATURE_INPUTS))
+    if since is not None:
+        audit = audit.where(F.col("finished_at") > F.lit(since))
+    pending = audit.select("batch_id", "finished_at").collect()  # bounded: batches since
+    if not pending:
+        return FeatureRefresh([], [], 0, 0)
+    batch_ids = sorted({r.batch_id for r in pending})
+    through = max(r.finished_at for r in pending)
     jobs, nodes, disks = (
         read(SILVER_JOBS),
         read(SILVER_NODE_SAMPLES),
         read(SILVER_NODE_DISK_SAMPLES),
     )
-    touched = jobs.filter(F.col("_batch_id").isin(batch_ids)).select("week")
-    sample_weeks = nodes.filter(F.col("_batch_id").isin(batch_ids)).select(
-        F.to_date(F.date_trunc("week", "ts")).alias("week")
-    )
+    new = F.col("_batch_id").isin(batch_ids)
+    # Where the new samples are: per host and day, the first and last timestamp.
+    spans = (
+        nodes.where(new).select("host", "ts").unionByName(disks.where(new).select("host", "ts"))
+        .groupBy("host", F.to_date("ts").alias("day"))
+        .agg(F.min("ts").alias("lo"), F.max("ts").alias("hi"))
+    )  # fmt: skip
+    sample_weeks = spans.select(F.to_date(F.date_trunc("week", "day")).alias("week"))
     # Jobs last at most days: samples of week W can belong to jobs ending in W or W + 1.
     following = sample_weeks.select(F.date_add("week", 7).alias("week"))
     weeks = sorted(
-        r.week for r in touched.union(sample_weeks).union(following).distinct().collect()
-    )  # bounded: one row per week
-    if not weeks:
-        return []
-    lo = min(weeks) - dt.timedelta(days=14)
-    hi = max(weeks) + dt.timedelta(days=8)
-    out = job_node_features(
-        jobs.filter(F.col("week").isin(weeks)),
-        nodes.filter(F.col("sample_date").between(lo, hi)),
-        disks.filter(F.col("sample_date").between(lo, hi)),
+        r.week
+        for r in jobs.where(new).select("week").union(sample_weeks).union(following)
+        .distinct().collect()
+    )  # bounded: one row per week  # fmt: skip
+    candidates = jobs.where(F.col("week").isin(weeks)) if weeks else jobs.limit(0)
+    covering = (
+        candidates.select("job_id", "week", "host", "start_time", "end_time")
+        .join(spans, "host")
+        .where((F.col("start_time") <= F.col("hi")) & (F.col("end_time") >= F.col("lo")))
+        .select("job_id", "week")
     )
-    in_weeks = ", ".join(f"DATE'{w.isoformat()}'" for w in weeks)
-    (
-        SILVER_JOB_NODE_FEATURES.conform(out)
-        .write.format("delta")
-        .mode("overwrite")
-        .option("replaceWhere", f"week IN ({in_weeks})")
-        .save(SILVER_JOB_NODE_FEATURES.path(settings))
+    touched = candidates.where(new).select("job_id", "week").union(covering).distinct()
+    affected = candidates.join(touched, ["job_id", "week"], "left_semi").persist()
+    try:
+        lo, hi = affected.agg(F.min("start_time"), F.max("end_time")).first()
+        if lo is None:
+            # No job to compute: nothing is committed (Delta commits no MERGE of an empty
+            # source), so these batches are looked at again next time, at the cost of a filter.
+            return FeatureRefresh(batch_ids, [w.isoformat() for w in weeks], 0, 0)
+        days = (lo.date() - dt.timedelta(days=1), hi.date() + dt.timedelta(days=1))
+        out = SILVER_JOB_NODE_FEATURES.conform(
+            job_node_features(
+                affected,
+                nodes.where(F.col("sample_date").between(*days)),
+                disks.where(F.col("sample_date").between(*days)),
+            )
+        )
+        target = DeltaTable.forPath(spark, SILVER_JOB_NODE_FEATURES.path(settings))
+        in_weeks = ", ".join(f"DATE'{w.isoformat()}'" for w in weeks)
+        on = f"t.job_id = s.job_id AND t.week = s.week AND t.week IN ({in_weeks})"
+        values = [c for c in SILVER_JOB_NODE_FEATURES.column_names if c not in ("job_id", "week")]
+        changed = " OR ".join(f"NOT (s.`{c}` <=> t.`{c}`)" for c in values)
+        key = "spark.databricks.delta.commitInfo.userMetadata"
+        spark.conf.set(key, json.dumps({FEATURES_WATERMARK_KEY: through.isoformat()}))
+        try:
+            (
+                target.alias("t")
+                .merge(out.alias("s"), on)
+                .whenMatchedUpdateAll(condition=changed)
+                .whenNotMatchedInsertAll()
+                .execute()
+            )
+        finally:
+            spark.conf.unset(key)
+    finally:
+        affected.unpersist()
+    m = target.history(1).select("operationMetrics").first()[0] or {}
+    return FeatureRefresh(
+        batch_ids,
+        [w.isoformat() for w in weeks],
+        int(m.get("numTargetRowsInserted", 0)),
+        int(m.get("numTargetRowsUpdated", 0)),
     )
-    return [w.isoformat() for w in weeks]
