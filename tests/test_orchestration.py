@@ -255,12 +255,8 @@ def test_pdf_report_has_every_section_and_every_plot_has_data(
 
 @pytest.fixture(scope="module")
 def scheduled_airflow(weekly_reports):
-    # Every DAG starts paused. The backfill needs only the report DAG, which the test unpauses
-    # once the backfill exists: unpaused at start, the scheduler would run grid_ingest every 15
-    # minutes and the latest grid_analytics, grid_maintenance and report intervals beside the
-    # backfill, on the same two cores (the backfill then ran past 20 minutes), and the backfill
-    # would have to clear the report run of the latest week, which failed on the SQLite metadata
-    # DB ("database is locked") with the scheduler writing beside it.
+    # Every DAG starts paused: unpaused, the scheduler would run grid_ingest every 15 minutes and
+    # the latest grid_analytics, grid_maintenance and report intervals on the same two cores.
     result = airflow_sh("start", env={"GRIDLAKE_AIRFLOW_UNPAUSE": ""}, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:]
     for dag in ("grid_ingest", "grid_analytics", "grid_maintenance"):
@@ -324,16 +320,23 @@ def test_backfill_of_three_weeks_writes_three_sets_of_reports(scheduled_airflow,
     done = ("success", "failed")
     before = runs()  # only the weekly_reports fixture's `dags test` runs
     assert all(r["run_id"].startswith("manual__") for r in before), before
+    # The backfill is created with Airflow stopped: its CLI writes its runs into the SQLite
+    # metadata DB, which the scheduler, DAG processor and triggerer write to all the time, and
+    # SQLite refuses a second writer ("database is locked", twice in nightly runs, also with
+    # every DAG paused). Started again with the report DAG unpaused, the scheduler runs the
+    # backfill's runs; the latest interval is one of them, so it creates no run of its own.
+    stopped = airflow_sh("stop", timeout=300)
+    assert stopped.returncode == 0, stopped.stdout[-2000:]
     created = datetime.now(UTC)
     result = airflow_sh(
         "run", "backfill", "create", "--dag-id", "grid_weekly_site_reports",
         "--from-date", "2026-11-09", "--to-date", "2026-11-24", "--reprocess-behavior", "completed",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-4000:]
-    # The DAG was paused: the backfill's runs wait for it. Unpaused, the scheduler runs them; the
-    # latest interval is one of them, so the scheduler creates no run of its own.
-    unpaused = airflow_sh("run", "dags", "unpause", "grid_weekly_site_reports")
-    assert unpaused.returncode == 0, unpaused.stdout[-2000:]
+    started = airflow_sh(
+        "start", env={"GRIDLAKE_AIRFLOW_UNPAUSE": "grid_weekly_site_reports"}, timeout=600
+    )
+    assert started.returncode == 0, started.stdout[-4000:]
     # The three intervals' runs, created by the backfill (the CLI shows no run type): run after
     # Mondays 06:00 of W46, W47, W48, they report W45-W47 (Airflow 3: logical_date is the start
     # of the data interval, the Monday before).
