@@ -45,9 +45,20 @@ n_report=$((weeks < 3 ? weeks : 3))
 from="$(date -u -d "$last_monday - $((7 * (n_report - 1))) days" +%F)"
 to="$(date -u -d "$last_monday + 1 day" +%F)"  # inclusive of the run at $last_monday 06:00
 step "backfill of grid_weekly_site_reports: $n_report weekly runs (Mondays $from to $last_monday)"
-"${af[@]}" run backfill create --dag-id grid_weekly_site_reports --from-date "$from" \
-  --to-date "$to" --reprocess-behavior failed > "$GRIDLAKE_LOGS/demo-backfill.log" 2>&1 \
-  || { tail -20 "$GRIDLAKE_LOGS/demo-backfill.log"; die "backfill create failed"; }
+# The CLI writes the backfill's runs into the SQLite metadata DB beside the running scheduler,
+# DAG processor and triggerer; SQLite can refuse it outright ("database is locked", seen in the
+# nightly tests). Airflow then removes the partial backfill, so trying again is safe.
+for try in 1 2 3 4 5; do
+  "${af[@]}" run backfill create --dag-id grid_weekly_site_reports --from-date "$from" \
+    --to-date "$to" --reprocess-behavior failed > "$GRIDLAKE_LOGS/demo-backfill.log" 2>&1 && break
+  if [ "$try" -lt 5 ] && grep -q "database is locked" "$GRIDLAKE_LOGS/demo-backfill.log"; then
+    step "backfill create: the Airflow DB was locked (try $try of 5); again in 10 s"
+    sleep 10
+    continue
+  fi
+  tail -20 "$GRIDLAKE_LOGS/demo-backfill.log"
+  die "backfill create failed"
+done
 want=()
 for i in $(seq "$((n_report - 1))" -1 0); do
   want+=("$(date -u -d "$last_monday - $((7 * i)) days - 7 days" +%G-W%V)")
