@@ -11,7 +11,7 @@
 #              on its own so that no log server is started (see "Log servers" below); unpauses
 #              the DAGs named in GRIDLAKE_AIRFLOW_UNPAUSE (default: all four of gridlake's; empty:
 #              none)
-#   stop       stop those components, by PID
+#   stop       stop those components, by PID, and the task processes they left running
 #   status     venv, metadata DB, secrets and components at a glance
 #   login      print the UI's URL, user and generated password
 #   run        any airflow command with gridlake's environment, e.g. `run tasks states-for-dag-run ..`
@@ -220,6 +220,42 @@ start() {
 stop_components() {
   local c
   for c in "${COMPONENTS[@]}"; do stop_pid "$c"; done
+  stop_task_processes
+}
+
+# task_processes: PIDs of this instance's Airflow task processes, the LocalExecutor's workers and
+# the task runners they fork (both titled "airflow worker -- ..."), told from other instances' by
+# the AIRFLOW_HOME they inherited. A task runner makes a process group of its own, and one forked
+# while the scheduler stops is not among the descendants stop_pid found: it outlives the scheduler,
+# reparented to init, with the task's `gridlake` command and its Spark JVM below it.
+task_processes() {
+  local home="$GRIDLAKE_STATE/airflow" d pid title
+  for d in /proc/[0-9]*; do
+    pid="${d#/proc/}"
+    title="$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null)" || continue
+    case "$title" in "airflow worker "*) ;; *) continue ;; esac
+    tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qxF "AIRFLOW_HOME=$home" && echo "$pid"
+  done
+  return 0
+}
+
+# stop_task_processes: stop those task processes and everything below them, by PID: TERM, then
+# KILL what is left after 30 s. The descendants are listed first (a task's command runs in a
+# session of its own and would be orphaned by its runner's exit).
+stop_task_processes() {
+  local pids p all=() alive
+  pids="$(task_processes)"
+  [ -n "$pids" ] || return 0
+  for p in $pids; do all+=("$p"); mapfile -t -O "${#all[@]}" all < <(descendants "$p"); done
+  for p in "${all[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 1 30); do
+    alive=0
+    for p in "${all[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 1
+  done
+  for p in "${all[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  log "airflow task processes: stopped (pids ${all[*]})"
 }
 
 login() {

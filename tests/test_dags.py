@@ -13,8 +13,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -336,3 +339,62 @@ def test_failing_task_fails_dags_test_after_two_retries(tmp_path):
     for g in groups:
         assert lines.count(f"analyze --only {g['group']}") == (0 if g["after"] else 3), g
     assert finished_run(result.stdout)[1] == "failed"
+
+
+# --- stop --------------------------------------------------------------------------------------
+
+
+def _fake_task_runner(tmp_path: Path, name: str, airflow_home: Path) -> tuple[int, int]:
+    """An orphaned process (its parent has exited) titled like an Airflow task runner
+    (``airflow worker -- <id>``), with ``AIRFLOW_HOME`` set and, below it in a session of its
+    own, a stand-in for the task's command; returns both PIDs."""
+    child_pid, runner_pid = tmp_path / f"{name}.child", tmp_path / f"{name}.runner"
+    script = tmp_path / f"{name}.sh"
+    script.write_text(
+        f'"$PY" -c "import os, time; os.setsid(); time.sleep(600)" & echo $! > {child_pid}\n'
+        f'exec -a "airflow worker -- {name}" sleep 600\n'
+    )
+    subprocess.run(
+        ["bash", "-c", f"bash {script} > /dev/null 2>&1 & echo $! > {runner_pid}"],
+        env={**os.environ, "PY": sys.executable, "AIRFLOW_HOME": str(airflow_home)},
+        check=True,
+    )
+    pid = int(runner_pid.read_text())
+    for _ in range(100):
+        title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+        if title == f"airflow worker -- {name}".encode() and child_pid.exists():
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"fake task runner {name} did not start")
+    return pid, int(child_pid.read_text())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+
+
+def test_stop_also_stops_task_processes_left_by_the_scheduler(tmp_path):
+    # An instance of its own (no Airflow of the test instance is touched), with a task runner
+    # orphaned by its scheduler, and another instance's task runner that must survive.
+    env = {"GRIDLAKE_HOME": str(tmp_path / "home"), "GRIDLAKE_INSTANCE": "stopcheck"}
+    env["GRIDLAKE_PORT_OFFSET"] = "700"
+    ours = _fake_task_runner(tmp_path, "ours", tmp_path / "home" / "stopcheck" / "airflow")
+    theirs = _fake_task_runner(tmp_path, "theirs", tmp_path / "home" / "other" / "airflow")
+    try:
+        result = airflow_sh("stop", env=env, timeout=120)
+        assert result.returncode == 0, result.stdout
+        assert f"pids {ours[0]} {ours[1]}" in result.stdout
+        assert not any(_alive(p) for p in ours), result.stdout
+        assert all(_alive(p) for p in theirs), result.stdout
+        # nothing left to stop: a second stop is quiet
+        again = airflow_sh("stop", env=env, timeout=120)
+        assert again.returncode == 0 and "task processes" not in again.stdout, again.stdout
+    finally:
+        for p in (*ours, *theirs):
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
