@@ -227,14 +227,18 @@ stop_components() {
 # the task runners they fork (both titled "airflow worker -- ..."), told from other instances' by
 # the AIRFLOW_HOME they inherited. A task runner makes a process group of its own, and one forked
 # while the scheduler stops is not among the descendants stop_pid found: it outlives the scheduler,
-# reparented to init, with the task's `gridlake` command and its Spark JVM below it.
+# reparented to init, with the task's `gridlake` command and its Spark JVM below it; and a task's
+# command (it runs in a session of its own) outlives a runner that exits first: those are told by
+# the AIRFLOW_CTX_DAG_ID Airflow sets for a task's command.
 task_processes() {
-  local home="$GRIDLAKE_STATE/airflow" d pid title
+  local home="$GRIDLAKE_STATE/airflow" d pid title env_
   for d in /proc/[0-9]*; do
     pid="${d#/proc/}"
-    title="$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null)" || continue
-    case "$title" in "airflow worker "*) ;; *) continue ;; esac
-    tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qxF "AIRFLOW_HOME=$home" && echo "$pid"
+    title="$(tr '\0' ' ' 2>/dev/null < "$d/cmdline")" || continue
+    env_="$(tr '\0' '\n' 2>/dev/null < "$d/environ")" || continue
+    grep -qxF "AIRFLOW_HOME=$home" <<< "$env_" || continue
+    case "$title" in "airflow worker "*) echo "$pid"; continue ;; esac
+    grep -q "^AIRFLOW_CTX_DAG_ID=" <<< "$env_" && echo "$pid"
   done
   return 0
 }
@@ -246,7 +250,7 @@ stop_task_processes() {
   local pids p all=() alive
   pids="$(task_processes)"
   [ -n "$pids" ] || return 0
-  for p in $pids; do all+=("$p"); mapfile -t -O "${#all[@]}" all < <(descendants "$p"); done
+  mapfile -t all < <(for p in $pids; do echo "$p"; descendants "$p"; done | awk '!seen[$0]++')
   for p in "${all[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for _ in $(seq 1 30); do
     alive=0

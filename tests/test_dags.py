@@ -385,10 +385,27 @@ def test_stop_also_stops_task_processes_left_by_the_scheduler(tmp_path):
     env["GRIDLAKE_PORT_OFFSET"] = "700"
     ours = _fake_task_runner(tmp_path, "ours", tmp_path / "home" / "stopcheck" / "airflow")
     theirs = _fake_task_runner(tmp_path, "theirs", tmp_path / "home" / "other" / "airflow")
+    # a task's command whose runner has exited: orphaned, told by AIRFLOW_CTX_DAG_ID
+    cmd_pid = tmp_path / "command.pid"
+    subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'"$PY" -c "import time; time.sleep(600)" > /dev/null 2>&1 & echo $! > {cmd_pid}',
+        ],
+        env={
+            **os.environ,
+            "PY": sys.executable,
+            "AIRFLOW_HOME": str(tmp_path / "home" / "stopcheck" / "airflow"),
+            "AIRFLOW_CTX_DAG_ID": "grid_analytics",
+        },
+        check=True,
+    )
+    ours = (*ours, int(cmd_pid.read_text()))
     try:
         result = airflow_sh("stop", env=env, timeout=120)
         assert result.returncode == 0, result.stdout
-        assert f"pids {ours[0]} {ours[1]}" in result.stdout
+        assert "task processes: stopped" in result.stdout, result.stdout
         assert not any(_alive(p) for p in ours), result.stdout
         assert all(_alive(p) for p in theirs), result.stdout
         # nothing left to stop: a second stop is quiet
