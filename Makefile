@@ -20,22 +20,24 @@ install: ## install everything a fresh machine needs (apt, venvs, Kafka/Derby/Sp
 	@bash infra/airflow.sh install
 	@bash infra/superset.sh install
 
-up: install ## start Derby (metastore), Kafka, the Spark Thrift Server and Superset on 127.0.0.1
+up: install ## start Derby (metastore), Kafka, the gridlake Spark server, the Spark Thrift Server and Superset on 127.0.0.1
 	@bash infra/derby.sh start
 	@bash infra/kafka.sh start
+	@bash infra/spark_server.sh start
 	@$(VENV)/bin/gridlake init
 	@bash infra/thrift.sh start
 	@bash infra/superset.sh start
 
 down: ## stop every service of the instance, by PID
 	@bash infra/airflow.sh stop
+	@bash infra/spark_server.sh stop
 	@bash infra/superset.sh stop
 	@bash infra/thrift.sh stop
 	@bash infra/kafka.sh stop
 	@bash infra/derby.sh stop
 
 status: ## show what runs
-	@bash infra/derby.sh status; bash infra/kafka.sh status; bash infra/thrift.sh status; bash infra/superset.sh status; bash infra/airflow.sh status
+	@bash infra/derby.sh status; bash infra/kafka.sh status; bash infra/spark_server.sh status; bash infra/thrift.sh status; bash infra/superset.sh status; bash infra/airflow.sh status
 
 demo: up ## the main job: simulated weeks -> Kafka -> Airflow DAGs -> gold, weekly reports, Superset; Airflow left running
 	@bash infra/demo.sh

@@ -3,8 +3,11 @@
 # grid_analytics, then a backfill of grid_weekly_site_reports run by a scheduled Airflow) ->
 # weekly site reports, SQL and Superset. Leaves Airflow running on 127.0.0.1, DAGs unpaused.
 # Idempotent: the grid is published once (a marker), ingest then finds nothing new, analytics
-# rewrites the same gold, and the backfill only re-runs weeks whose reports failed.
-# Tunables: GRIDLAKE_DEMO_WEEKS (4; reports for the last min(3, weeks)), GRIDLAKE_DEMO_JOBS.
+# rewrites the same gold, and the report weeks whose latest runs succeeded are not run again.
+# Tunables: GRIDLAKE_DEMO_WEEKS (4; reports for the last min(3, weeks)), GRIDLAKE_DEMO_JOBS,
+# GRIDLAKE_DEMO_TODAY (YYYY-MM-DD, default today UTC: the day the demo's weeks end before; the
+# tests pin it to cover the ISO-week edges), GRIDLAKE_DEMO_BACKFILL_TIMEOUT (seconds, 1800).
+# Each step's time goes to $GRIDLAKE_LOGS/demo-steps.tsv (step, seconds).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 gl="$GRIDLAKE_VENV/bin/gridlake"
@@ -12,104 +15,167 @@ af=(bash "$GRIDLAKE_REPO/infra/airflow.sh")
 t0=$SECONDS
 weeks="${GRIDLAKE_DEMO_WEEKS:-4}"
 jobs="${GRIDLAKE_DEMO_JOBS:-16000}"
-last_monday="$(date -u -d 'last monday' +%F)"          # start of the current ISO week
-[ "$(date -u +%u)" = 1 ] && last_monday="$(date -u +%F)"  # today is a Monday
+today="${GRIDLAKE_DEMO_TODAY:-$(date -u +%F)}"
+date -u -d "$today" +%F > /dev/null 2>&1 || die "GRIDLAKE_DEMO_TODAY=$today is not a date (YYYY-MM-DD)"
+today="$(date -u -d "$today" +%F)"
+[ "$(date -u -d "$today" +%s)" -le "$(date -u +%s)" ] || die "GRIDLAKE_DEMO_TODAY=$today lies in the future"
+# The Monday that starts today's ISO week (%u: 1 = Monday ... 7 = Sunday).
+last_monday="$(date -u -d "$today - $(( $(date -u -d "$today" +%u) - 1 )) days" +%F)"
 first="$(date -u -d "$last_monday - $((7 * weeks)) days" +%F)"
 data="$GRIDLAKE_STATE/demo-data/grid-$first-${weeks}w-${jobs}"
-
-step() { log "[$((SECONDS - t0)) s] $*"; }
+steps="$GRIDLAKE_LOGS/demo-steps.tsv"
+: > "$steps"
+step_name="" step_t0=$SECONDS
+step() {
+  [ -n "$step_name" ] && printf '%s\t%d\n' "$step_name" "$((SECONDS - step_t0))" >> "$steps"
+  step_name="$1" step_t0=$SECONDS
+  log "[$((SECONDS - t0)) s] $2"
+}
 
 # 1. The simulated grid (planted effects: slow storage, memory-restricted, misconfigured and
 #    diskless sites, congested and drifting network paths), published to Kafka once.
 if [ ! -f "$data/.published" ]; then
-  step "simulating $weeks ISO weeks from $first ($jobs jobs, 8 sites) into $data and publishing"
+  step simulate "simulating $weeks ISO weeks from $first ($jobs jobs, 8 sites) into $data and publishing"
   "$gl" simulate --out "$data" --start "$first" --days "$((7 * weeks))" --sites 8 --jobs "$jobs" \
     --seed 11 --node-interval 600 --latency-interval 3600 --quiet --publish
   touch "$data/.published"
 else
-  step "the simulated grid in $data is already published (delete .published to publish again)"
+  step simulate "the simulated grid in $data is already published (delete .published to publish again)"
 fi
 
+# The periodic DAGs stay paused while the demo works (a warm re-run finds them unpaused): a paused
+# DAG gets no run from the scheduler and no queued asset event from the ingest below.
+periodic='^grid_(ingest|analytics|maintenance)$'
+pause_periodic() {  # no DAG is known before the first parse: nothing to pause then
+  "${af[@]}" run dags pause --treat-dag-id-as-regex -y "$periodic" > /dev/null 2>&1 || true
+}
+
 # 2. Kafka -> bronze -> silver, then silver -> gold: the DAGs themselves, run in-process.
+step pause "pausing the periodic DAGs while the demo runs"
+"${af[@]}" init
+pause_periodic
 for dag in grid_ingest grid_analytics; do
-  step "airflow dags test $dag"
-  "${af[@]}" dags-test "$dag" > "$GRIDLAKE_LOGS/demo-$dag.log" 2>&1 \
+  step "$dag" "airflow dags test $dag"
+  "${af[@]}" dags-test "$dag" "$today" > "$GRIDLAKE_LOGS/demo-$dag.log" 2>&1 \
     || { tail -40 "$GRIDLAKE_LOGS/demo-$dag.log"; die "$dag failed; full log: $GRIDLAKE_LOGS/demo-$dag.log"; }
 done
 
-# 3. A scheduled Airflow on 127.0.0.1, then a backfill of the weekly reports of the last three
-#    weeks, executed by its scheduler (runs at Mondays 06:00 UTC after each week).
-step "starting Airflow (scheduler, DAG processor, triggerer, API server) on 127.0.0.1"
-"${af[@]}" start
+# 3. The weekly reports of the last n weeks: a backfill of grid_weekly_site_reports, executed by
+#    a scheduled Airflow on 127.0.0.1. Its runs come after Mondays 06:00 (run_after) and report
+#    the week before: in Airflow 3 a run's logical_date is the start of its data interval, the
+#    Monday before its run_after, so runs are matched on run_after.
 n_report=$((weeks < 3 ? weeks : 3))
-from="$(date -u -d "$last_monday - $((7 * (n_report - 1))) days" +%F)"
-to="$(date -u -d "$last_monday + 1 day" +%F)"  # inclusive of the run at $last_monday 06:00
-step "backfill of grid_weekly_site_reports: $n_report weekly runs (Mondays $from to $last_monday)"
-# The CLI writes the backfill's runs into the SQLite metadata DB beside the running scheduler,
-# DAG processor and triggerer; SQLite can refuse it outright ("database is locked", seen in the
-# nightly tests). Airflow then removes the partial backfill, so trying again is safe. Airflow
-# allows one running backfill per DAG: one that an interrupted earlier demo created is carried on
-# by the scheduler started above, so wait for it to complete, then create this one (it re-runs
-# only what failed).
-deadline=$((SECONDS + ${GRIDLAKE_DEMO_BACKFILL_TIMEOUT:-3600}))
-locked=0
-while :; do
-  "${af[@]}" run backfill create --dag-id grid_weekly_site_reports --from-date "$from" \
-    --to-date "$to" --reprocess-behavior failed > "$GRIDLAKE_LOGS/demo-backfill.log" 2>&1 && break
-  if grep -q "AlreadyRunningBackfill" "$GRIDLAKE_LOGS/demo-backfill.log" && [ "$SECONDS" -lt "$deadline" ]; then
-    [ "${waiting:-}" ] || step "an earlier backfill of grid_weekly_site_reports is still running; the scheduler carries it on, waiting for it"
-    waiting=1
-    sleep 30
-    continue
-  fi
-  if [ "$locked" -lt 4 ] && grep -q "database is locked" "$GRIDLAKE_LOGS/demo-backfill.log"; then
-    locked=$((locked + 1))
-    step "backfill create: the Airflow DB was locked (try $locked of 5); again in 10 s"
-    sleep 10
-    continue
-  fi
-  tail -20 "$GRIDLAKE_LOGS/demo-backfill.log"
-  die "backfill create failed"
-done
-want=()
+mondays=()  # the runs' run_after dates, oldest first
+want=()     # the ISO weeks they report
 for i in $(seq "$((n_report - 1))" -1 0); do
+  mondays+=("$(date -u -d "$last_monday - $((7 * i)) days" +%F)")
   want+=("$(date -u -d "$last_monday - $((7 * i)) days - 7 days" +%G-W%V)")
 done
-# The runs of the backfill's Mondays: done when all succeeded, stop at the first failure.
-while :; do
-  states="$("${af[@]}" run dags list-runs grid_weekly_site_reports -o json 2>/dev/null \
-    | python3 -c '
+from="${mondays[0]}"
+to="$(date -u -d "$last_monday + 1 day" +%F)"  # inclusive of the run at $last_monday 06:00
+
+# run_states: the state of the latest run (by start) of each of $mondays, "missing" for none.
+run_states() {
+  "${af[@]}" run dags list-runs grid_weekly_site_reports -o json 2>/dev/null | python3 -c '
 import json, sys
-lines = [x for x in sys.stdin.read().splitlines() if x.startswith("[")]
-runs = json.loads(lines[-1]) if lines else []
-want = set(sys.argv[1:])
+runs = []
+for line in reversed(sys.stdin.read().splitlines()):  # Airflow logs lines starting with "[" too
+    if line.startswith("[{") or line.strip() == "[]":
+        runs = json.loads(line)
+        break
 latest = {}
 for r in sorted(runs, key=lambda r: r["start_date"] or ""):
-    if r["logical_date"][:10] in want:
-        latest[r["logical_date"][:10]] = r["state"]
-print(" ".join(latest.get(d, "missing") for d in sorted(want)))
-' $(for i in $(seq "$((n_report - 1))" -1 0); do date -u -d "$last_monday - $((7 * i)) days" +%F; done))"
-  case " $states " in
-    *" failed "*) die "a grid_weekly_site_reports run failed ($states): see the Airflow UI ($("${af[@]}" login | head -1))" ;;
-  esac
-  [ -z "$(echo "$states" | tr ' ' '\n' | grep -v '^success$' || true)" ] && break
-  [ "$SECONDS" -gt "$deadline" ] && die "the backfill did not finish in time ($states); see the Airflow UI"
-  sleep 15
-done
-step "reports of ${want[*]} written"
+    latest[(r["run_after"] or "")[:10]] = r["state"]
+print(" ".join(latest.get(d, "missing") for d in sys.argv[1:]))
+' "${mondays[@]}"
+}
+
+# failed_task_log: the log of the newest failed try of a report task, for a failure's reason.
+failed_task_log() {
+  grep -rls "exit code\|ERROR" "$GRIDLAKE_STATE/airflow/logs/dag_id=grid_weekly_site_reports" 2>/dev/null \
+    | xargs -r ls -t 2>/dev/null | head -n1
+}
+
+# reports_busy: true while a run of grid_weekly_site_reports is queued or running.
+reports_busy() {
+  "${af[@]}" run dags list-runs grid_weekly_site_reports -o json 2>/dev/null | python3 -c '
+import json, sys
+for line in reversed(sys.stdin.read().splitlines()):
+    if line.startswith("[{") or line.strip() == "[]":
+        sys.exit(0 if any(r["state"] in ("queued", "running") for r in json.loads(line)) else 1)
+sys.exit(1)
+'
+}
+
+all_success() { [ -z "$(tr ' ' '\n' <<< "$1" | grep -v '^success$' || true)" ]; }
+
+step reports "weekly reports of ${want[*]} (grid_weekly_site_reports runs after Mondays ${mondays[*]})"
+states="$(run_states)"
+if all_success "$states" && [ -f "$GRIDLAKE_STATE/reports/${want[-1]}/index.html" ]; then
+  log "every report week's latest run succeeded ($states): nothing to backfill"
+else
+  # The backfill is created with Airflow stopped: its CLI writes the runs into the SQLite metadata
+  # DB, which a running scheduler, DAG processor and triggerer write to all the time, and SQLite
+  # refuses a second writer ("database is locked"). Airflow is then started with only the report
+  # DAG unpaused, so that no catch-up run of ingest, analytics or maintenance competes with the
+  # backfill for the two cores; the others are unpaused once the reports are written.
+  reprocess=failed
+  all_success "$states" && reprocess=completed  # the runs succeeded but the reports are gone
+  deadline=$((SECONDS + ${GRIDLAKE_DEMO_BACKFILL_TIMEOUT:-1800}))
+  blog="$GRIDLAKE_LOGS/demo-backfill.log"
+  for attempt in 1 2; do
+    "${af[@]}" stop
+    pause_periodic
+    "${af[@]}" run backfill create --dag-id grid_weekly_site_reports --from-date "$from" \
+      --to-date "$to" --reprocess-behavior "$reprocess" > "$blog" 2>&1 && break
+    if [ "$attempt" = 1 ] && grep -q "AlreadyRunningBackfill" "$blog"; then
+      # An interrupted earlier demo left its backfill unfinished (Airflow allows one per DAG):
+      # let the scheduler complete it, then create this one.
+      log "an earlier backfill of grid_weekly_site_reports is unfinished: letting the scheduler complete it"
+      GRIDLAKE_AIRFLOW_UNPAUSE=grid_weekly_site_reports "${af[@]}" start
+      while reports_busy; do
+        [ "$SECONDS" -gt "$deadline" ] && die "the earlier backfill did not finish in time; see the Airflow UI"
+        sleep 10
+      done
+      continue
+    fi
+    tail -20 "$blog"
+    die "backfill create failed; full log: $blog"
+  done
+  GRIDLAKE_AIRFLOW_UNPAUSE=grid_weekly_site_reports "${af[@]}" start
+  while :; do
+    states="$(run_states)"
+    if [[ " $states " == *" failed "* ]]; then
+      f="$(failed_task_log)"
+      [ -n "$f" ] && { log "the failed task's log: $f"; tail -25 "$f" >&2; }
+      die "a grid_weekly_site_reports run failed (runs after ${mondays[*]}: $states); see the Airflow UI"
+    fi
+    all_success "$states" && break
+    pid_alive airflow-scheduler || die "the Airflow scheduler exited; see $GRIDLAKE_LOGS/airflow-scheduler.log"
+    [ "$SECONDS" -gt "$deadline" ] && die "the backfill did not finish in time (runs after ${mondays[*]}: $states); see the Airflow UI"
+    sleep 10
+  done
+fi
+# Airflow runs with every DAG unpaused (start is a no-op when it already runs). Catch-up is off:
+# each periodic DAG now runs its latest interval once (ingest finds nothing new).
+GRIDLAKE_AIRFLOW_UNPAUSE=grid_weekly_site_reports "${af[@]}" start
+"${af[@]}" run dags unpause --treat-dag-id-as-regex -y "$periodic" > "$GRIDLAKE_LOGS/demo-unpause.log" 2>&1 \
+  || { tail -5 "$GRIDLAKE_LOGS/demo-unpause.log"; die "could not unpause the periodic DAGs"; }
+step check "reports of ${want[*]} written; listening sockets of the instance's services:"
 
 # 4. Nothing of the instance listens beyond 127.0.0.1 (Airflow's log servers never started).
-step "listening sockets of the instance's services:"
 bash "$GRIDLAKE_REPO/infra/check_loopback.sh" || die "a service listens beyond 127.0.0.1 (above)"
 
 # 5. What came out.
+step summary "the efficiency of the week ${want[-1]}"
 "$gl" sql "SELECT site, round(sum(cpu_hours) / sum(core_hours), 3) AS cpu_eff,
   round(sum(badput_core_hours), 1) AS badput_core_hours, sum(failed_jobs) AS failed_jobs
   FROM grid.site_efficiency_weekly WHERE week = DATE'$(date -u -d "$last_monday - 7 days" +%F)'
   GROUP BY site ORDER BY cpu_eff" 2>/dev/null
+step end "done"
 cat <<TXT
 
-gridlake demo is up ($((SECONDS - t0)) s).
+gridlake demo is up ($((SECONDS - t0)) s; per step: $steps).
   Reports:      $GRIDLAKE_STATE/reports/<week>/index.html, weeks: ${want[*]}
 $("${af[@]}" login | sed 's/^/  /')
   Superset:     http://127.0.0.1:$GRIDLAKE_SUPERSET_PORT/superset/dashboard/grid-operations/

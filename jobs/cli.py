@@ -614,15 +614,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("spark-conf", help="print the Spark settings as spark-submit arguments")
     s.set_defaults(func=cmd_spark_conf)
+
+    s = sub.add_parser(
+        "server",
+        help="hold one Spark session of the instance and run the Spark commands sent to it "
+        "(local mode; started by make up)",
+    )
+    s.set_defaults(func=cmd_server)
     return p
 
 
+def cmd_server(_args: argparse.Namespace) -> int:
+    from gridlake.server import serve
+
+    serve()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    from gridlake.server import forward
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rc = forward(argv)  # the instance's gridlake server runs it, when one runs
+    if rc is not None:
+        return rc
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    level = logging.INFO if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     return int(args.func(args) or 0)
 

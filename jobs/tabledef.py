@@ -74,11 +74,14 @@ class Table:
     def ensure(self, spark: SparkSession, settings: Settings | None = None) -> None:
         """Create the database and the table (registered in the metastore) if missing."""
         settings = settings or get_settings()
-        spark.sql(
-            f"CREATE DATABASE IF NOT EXISTS {self.database} "
-            f"LOCATION {_q(settings.storage_root.rstrip('/') + '/' + self.database)}"
-        )
-        spark.sql(self.ddl(settings))
+        # One metastore look-up when the table is there (the common case: every command ensures
+        # the tables it touches); CREATE ... IF NOT EXISTS of a Delta table reads its log first.
+        if not spark.catalog.tableExists(self.full_name):
+            spark.sql(
+                f"CREATE DATABASE IF NOT EXISTS {self.database} "
+                f"LOCATION {_q(settings.storage_root.rstrip('/') + '/' + self.database)}"
+            )
+            spark.sql(self.ddl(settings))
         self._add_missing_columns(spark)
 
     def _add_missing_columns(self, spark: SparkSession) -> None:

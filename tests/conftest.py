@@ -92,7 +92,7 @@ def settings():
 @pytest.fixture(scope="session")
 def fresh_state(settings) -> Path:
     """Stop leftovers of an earlier session (by PID) and wipe the test instance's state."""
-    for script in ("superset.sh", "thrift.sh", "kafka.sh", "derby.sh"):
+    for script in ("superset.sh", "thrift.sh", "spark_server.sh", "kafka.sh", "derby.sh"):
         if (INFRA / script).exists():
             infra(script, "stop")
     keep = {"screenshots"}
