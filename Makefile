@@ -6,7 +6,7 @@ VENV := $(GRIDLAKE_HOME)/venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: help install up down status demo test test-nightly test-unit lint format bench docs clean-test
+.PHONY: help install up down status demo test test-demo test-nightly test-unit lint format bench docs clean-test
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -43,7 +43,10 @@ demo: up ## the main job: simulated weeks -> Kafka -> Airflow DAGs -> gold, week
 	@bash infra/demo.sh
 
 test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side)
-	@PYTEST_MARK="not nightly" bash infra/test.sh $(PYTEST_ARGS)
+	@PYTEST_MARK="not nightly and not demo" bash infra/test.sh $(PYTEST_ARGS)
+
+test-demo: install ## make demo as a newcomer runs it, on its own instance: cold, warm, summary, Try commands, dashboards, make down
+	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m demo tests/test_demo.py $(PYTEST_ARGS)
 
 test-nightly: install ## end-to-end DAG runs on a simulated grid (ingest, analytics twice, reports, backfill)
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m nightly $(PYTEST_ARGS)

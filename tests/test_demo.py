@@ -1,0 +1,287 @@
+"""`make demo`, the main job, as a newcomer runs it (infra/demo.sh).
+
+- The weeks it simulates and reports, for every day of the week and across a year with an ISO
+  week 53 (``GRIDLAKE_DEMO_PLAN=1``: the plan only), against Python's own ISO calendar.
+- ``make test-demo`` (marker ``demo``): ``make demo`` on an instance of its own with no state,
+  "today" pinned to this week's Monday, then again pinned to a later day of the same week (the
+  warm re-run); the summary it prints (the efficiency table, the report folders of the expected
+  ISO weeks, URLs and login files), each "Try" command it prints, the scheduler left running
+  with no failed run, every dashboard rendered in Chromium while the scheduled DAGs run, and
+  ``make down`` leaving no process of the instance. The cold and warm times, and each
+  dashboard's, go to ``$GRIDLAKE_HOME/bench-results/results-demo.json`` (``demo.cold_s``,
+  ``demo.warm_s``, ``demo.dashboard_s``): figures for the README, not asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from gridlake.settings import REPO_ROOT
+
+DEMO_SH = REPO_ROOT / "infra" / "demo.sh"
+INSTANCE, OFFSET = "demo-ci", 600
+
+
+def plan(today: str, weeks: int = 4) -> dict[str, str]:
+    out = subprocess.run(
+        ["bash", str(DEMO_SH)], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "GRIDLAKE_DEMO_PLAN": "1", "GRIDLAKE_DEMO_TODAY": today,
+             "GRIDLAKE_DEMO_WEEKS": str(weeks), "GRIDLAKE_INSTANCE": INSTANCE,
+             "GRIDLAKE_PORT_OFFSET": str(OFFSET)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    fields = dict(part.split("=", 1) for part in out.stdout.split() if "=" in part)
+    # runs= and weeks= hold lists: re-read them from the line
+    fields["runs"] = re.search(r"runs=([\d\- ]+?) weeks=", out.stdout).group(1)
+    fields["weeks"] = out.stdout.split("weeks=", 1)[1].strip()
+    return fields
+
+
+@pytest.mark.parametrize(
+    "today",
+    [
+        *(date(2026, 11, 23) + timedelta(days=i) for i in range(7)),  # Monday .. Sunday of W48
+        date(2027, 1, 3),  # Sunday of 2026-W53 (a 53-week year)
+        date(2027, 1, 4),  # Monday of 2027-W01
+        date(2021, 1, 3),  # Sunday of 2020-W53, the week before ISO 2021-W01
+    ],
+    ids=str,
+)
+def test_demo_plan_follows_the_iso_calendar(today: date):
+    """The demo reports the three ISO weeks before today's and simulates the four before it."""
+    got = plan(today.isoformat())
+    monday = today - timedelta(days=today.isocalendar().weekday - 1)
+    assert got["last_monday"] == monday.isoformat()
+    assert got["first"] == (monday - timedelta(weeks=4)).isoformat()
+    runs = [monday - timedelta(weeks=k) for k in (2, 1, 0)]
+    assert got["runs"].split() == [d.isoformat() for d in runs]
+    reported = []
+    for run in runs:  # a Monday run reports the ISO week that ended the day before
+        year, week, _ = (run - timedelta(days=1)).isocalendar()
+        reported.append(f"{year}-W{week:02d}")
+    assert got["weeks"].split() == reported
+    assert today.isocalendar().week not in {int(w[-2:]) for w in reported}
+
+
+def test_demo_plan_with_fewer_weeks_reports_fewer():
+    got = plan("2026-11-26", weeks=2)
+    assert got["weeks"].split() == ["2026-W46", "2026-W47"]
+    assert got["first"] == "2026-11-09"
+
+
+def test_demo_refuses_a_day_in_the_future_and_a_non_date():
+    for bad in ((date.today() + timedelta(days=3)).isoformat(), "next tuesday-ish"):
+        out = subprocess.run(
+            ["bash", str(DEMO_SH)], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "GRIDLAKE_DEMO_TODAY": bad, "GRIDLAKE_INSTANCE": INSTANCE,
+                 "GRIDLAKE_PORT_OFFSET": str(OFFSET)},
+        )  # fmt: skip
+        assert out.returncode != 0
+        assert "GRIDLAKE_DEMO_TODAY" in out.stderr
+
+
+# --- the whole demo: make test-demo ----------------------------------------------------------
+
+
+def _env(today: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRIDLAKE_TEST_")}
+    env.update({"GRIDLAKE_INSTANCE": INSTANCE, "GRIDLAKE_PORT_OFFSET": str(OFFSET),
+                "GRIDLAKE_DEMO_TODAY": today})  # fmt: skip
+    return env
+
+
+def _make(target: str, today: str, timeout: float) -> tuple[subprocess.CompletedProcess, float]:
+    t0 = time.monotonic()
+    cmd = ["make", "--no-print-directory", "-C", str(REPO_ROOT), target]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env(today))
+    return proc, time.monotonic() - t0
+
+
+def _instance_processes(state: Path) -> list[str]:
+    """Live processes of the instance: its GRIDLAKE_INSTANCE or its state folder in their
+    environment or command line."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(proc.name) == os.getpid():
+            continue
+        if f"GRIDLAKE_INSTANCE={INSTANCE}".encode() in environ or str(state) in cmdline:
+            found.append(f"{proc.name}: {cmdline[:200]}")
+    return found
+
+
+def _record(**figures: object) -> None:
+    home = Path(os.environ.get("GRIDLAKE_HOME", REPO_ROOT / ".gridlake"))
+    out = home / "bench-results" / "results-demo.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results = json.loads(out.read_text()) if out.exists() else {}
+    demo = results.setdefault("demo", {})
+    demo.update(figures)
+    demo["measured_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    demo["load_average_1m"] = round(os.getloadavg()[0], 2)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def _airflow_runs(today: str) -> dict[str, list[dict]]:
+    runs = {}
+    for dag in ("grid_ingest", "grid_analytics", "grid_weekly_site_reports", "grid_maintenance"):
+        out = subprocess.run(
+            ["bash", str(REPO_ROOT / "infra" / "airflow.sh"), "run", "dags", "list-runs", dag,
+             "-o", "json"], capture_output=True, text=True, timeout=300, env=_env(today),
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-2000:]
+        for line in reversed(out.stdout.splitlines()):
+            if line.startswith("[{") or line.strip() == "[]":
+                runs[dag] = json.loads(line)
+                break
+        else:
+            raise AssertionError(out.stdout[-2000:])
+    return runs
+
+
+def _check_summary(out: str, state: Path, weeks: list[str], env: dict[str, str]) -> None:
+    assert "gridlake demo is up" in out, out[-4000:]
+    # The week's efficiency per site: a table with the eight simulated sites.
+    table = [ln for ln in out.splitlines() if ln.startswith("|") and "|" in ln[1:]]
+    assert table and "cpu_eff" in table[0], out[-4000:]
+    rows = [ln for ln in table[1:] if not set(ln) <= set("|+-= ")]
+    assert len(rows) == 8, table
+    effs = [float(cell) for r in rows for cell in [r.split("|")[2].strip()]]
+    assert effs == sorted(effs) and all(0 < e <= 1 for e in effs), effs
+    # The report folders of the expected ISO weeks.
+    line = next(ln for ln in out.splitlines() if "Reports:" in ln)
+    assert line.split("weeks:", 1)[1].split() == weeks, line
+    for week in weeks:
+        folder = state / "reports" / week
+        assert (folder / "index.html").is_file(), folder
+        assert (folder / "grid-summary.pdf").stat().st_size > 10_000, folder
+        assert len(list(folder.glob("*.pdf"))) >= 9, folder  # the summary + one per site
+    # URLs on loopback and the login files they name.
+    assert f"http://127.0.0.1:{8080 + OFFSET}" in out
+    assert f"http://127.0.0.1:{8088 + OFFSET}/superset/dashboard/grid-operations/" in out
+    assert f"jdbc:hive2://127.0.0.1:{10000 + OFFSET}" in out
+    for path in re.findall(r"(/\S+secrets/\S+?)(?:[:)\s]|$)", out):
+        assert Path(path).is_file(), path
+    # Each "Try" command works as printed.
+    tries = []
+    lines = out.splitlines()
+    for i, ln in enumerate(lines):
+        if ln.strip().startswith("Try:"):
+            tries.append(ln.split("Try:", 1)[1].strip())
+            tries += [x.strip() for x in lines[i + 1 :] if x.startswith(" " * 10) and x.strip()]
+            break
+    assert len(tries) >= 2, out[-2000:]
+    for cmd in tries:
+        done = subprocess.run(shlex.split(cmd), capture_output=True, text=True, timeout=900,
+                              env=env)  # fmt: skip
+        assert done.returncode == 0, (cmd, done.stdout[-2000:], done.stderr[-2000:])
+        assert done.stdout.strip(), cmd
+        if "--format csv" in cmd:
+            header, *data = done.stdout.strip().splitlines()
+            assert header.startswith("site,") and len(data) == 8, done.stdout
+
+
+def _render_dashboards(env: dict[str, str], state: Path) -> dict[str, float]:
+    """Every dashboard in headless Chromium: seconds until all its charts settled, none with an
+    error or without results; screenshots kept in <state>/screenshots."""
+    from playwright.sync_api import sync_playwright
+
+    from gridlake.superset_assets import DASHBOARDS
+    from tests.superset_helpers import read_login
+    from tests.test_superset import CHART_STATES_JS, CHROMIUM, CHROMIUM_ARGS, settled
+
+    user, password = read_login(state / "secrets" / "superset_admin.txt")
+    base = f"http://127.0.0.1:{8088 + OFFSET}"
+    shots = state / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    seconds = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1200})
+            page.goto(f"{base}/login/", wait_until="domcontentloaded")
+            page.fill('[data-test="username-input"]', user)
+            page.fill('[data-test="password-input"]', password)
+            page.click('[data-test="login-button"]')
+            page.wait_for_url("**/superset/welcome/**", timeout=180_000, wait_until="commit")
+            for dash in DASHBOARDS:
+                t0 = time.monotonic()
+                page.goto(f"{base}/superset/dashboard/{dash.slug}/", wait_until="domcontentloaded")
+                deadline = t0 + 300
+                while True:
+                    states = page.evaluate(CHART_STATES_JS)
+                    if len(states) >= len(dash.charts) and all(settled(s) for s in states):
+                        break
+                    assert time.monotonic() < deadline, (dash.slug, states)
+                    page.wait_for_timeout(250)
+                seconds[dash.slug] = round(time.monotonic() - t0, 1)
+                bad = [s for s in states if s["error"] or s["noResults"]]
+                assert not bad, (dash.slug, bad)
+                page.wait_for_timeout(1000)
+                page.screenshot(path=str(shots / f"demo-{dash.slug}.png"), full_page=True)
+        finally:
+            browser.close()
+    return seconds
+
+
+@pytest.mark.demo
+@pytest.mark.integration
+@pytest.mark.slow
+def test_make_demo_cold_then_warm_then_down():
+    from gridlake.settings import get_settings
+
+    home = get_settings().home
+    state = home / INSTANCE
+    today = datetime.now(UTC).date()
+    monday = today - timedelta(days=today.weekday())
+    later = min(today, monday + timedelta(days=3))  # the Thursday, or today if earlier
+    weeks = plan(monday.isoformat())["weeks"].split()
+    assert plan(later.isoformat())["weeks"].split() == weeks  # the same ISO week: a warm re-run
+
+    _make("down", monday.isoformat(), 600)
+    shutil.rmtree(state, ignore_errors=True)  # an instance without state: cold
+    try:
+        cold, cold_s = _make("demo", monday.isoformat(), 3600)
+        assert cold.returncode == 0, (cold.stdout[-6000:], cold.stderr[-6000:])
+        out = cold.stdout + cold.stderr
+        _record(cold_s=round(cold_s), cold_today=monday.isoformat())
+        env = _env(monday.isoformat())
+        _check_summary(out, state, weeks, env)
+
+        warm, warm_s = _make("demo", later.isoformat(), 1800)
+        assert warm.returncode == 0, (warm.stdout[-6000:], warm.stderr[-6000:])
+        _record(warm_s=round(warm_s), warm_today=later.isoformat())
+        _check_summary(warm.stdout + warm.stderr, state, weeks, _env(later.isoformat()))
+        assert "grid_analytics not re-run" in warm.stderr, warm.stderr[-3000:]
+        assert "nothing to backfill" in warm.stderr, warm.stderr[-3000:]
+
+        # The scheduler runs, every DAG unpaused, and no run of any DAG failed.
+        assert (state / "run" / "airflow-scheduler.pid").is_file()
+        runs = _airflow_runs(later.isoformat())
+        failed = {d: [r["run_id"] for r in rs if r["state"] == "failed"] for d, rs in runs.items()}
+        assert not any(failed.values()), failed
+        reports = [r for r in runs["grid_weekly_site_reports"] if r["state"] == "success"]
+        expected_runs = set(plan(later.isoformat())["runs"].split())
+        assert {r["run_after"][:10] for r in reports} >= expected_runs
+
+        # Dashboards while the scheduled DAGs run (the periodic ones were just unpaused).
+        _record(dashboard_s=_render_dashboards(env, state))
+    finally:
+        down, _ = _make("down", later.isoformat(), 900)
+        assert down.returncode == 0, down.stderr[-3000:]
+        left = _instance_processes(state)
+        assert not left, left
