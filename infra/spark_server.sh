@@ -27,7 +27,7 @@ case "${1:-status}" in
     ping || die "spark-server did not answer within 180 s; see $GRIDLAKE_LOGS/spark-server.log"
     log "spark-server: up on $sock"
     ;;
-  stop) stop_pid spark-server; rm -f "$sock" ;;
+  stop) stop_pid spark-server; rm -f "$sock" "$GRIDLAKE_RUN/spark-server.busy" ;;
   status) if pid_alive spark-server; then echo "spark     server   pid $(cat "$GRIDLAKE_RUN/spark-server.pid")  $sock"; else echo "spark     server   stopped"; fi ;;
   *) die "usage: spark_server.sh start|stop|status" ;;
 esac

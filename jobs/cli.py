@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -211,14 +212,18 @@ def cmd_maintain(args: argparse.Namespace) -> int:
             retain_hours=args.retain_hours,
         )
         failed = 0
+        t0 = time.monotonic()
         for r in results:
+            seconds, t0 = time.monotonic() - t0, time.monotonic()
             if r.error:
                 failed += 1
                 print(f"{r.table}: FAILED {r.error}", file=sys.stderr)
             else:
+                mode = f", VACUUM {r.vacuum_mode.upper()}" if r.vacuum_mode else ""
                 print(
                     f"{r.table}: {r.files_before} -> {r.files_after} files "
-                    f"({r.files_compacted} compacted, {r.files_vacuumed} vacuumed)"
+                    f"({r.files_compacted} compacted, {r.files_vacuumed} vacuumed{mode}; "
+                    f"{seconds:.1f} s)"
                 )
     except ValueError as exc:
         print(str(exc), file=sys.stderr)

@@ -16,6 +16,7 @@ reported and the others still run; the command then exits non-zero (Airflow retr
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ class MaintenanceResult:
     files_after: int = 0
     files_compacted: int = 0  # small files OPTIMIZE replaced
     files_vacuumed: int = 0  # unreferenced files VACUUM deleted
+    vacuum_mode: str = ""  # "lite" (from the Delta log) or "full" (listing the table's folder)
     error: str | None = None
 
 
@@ -64,6 +66,27 @@ def _last_metric(spark: SparkSession, path: str, operation: str, metric: str) ->
         .collect()
     )  # bounded: the last 5 commits
     return int((rows[0]["operationMetrics"] or {}).get(metric, 0)) if rows else 0
+
+
+def _vacuum(spark: SparkSession, path: str, retain_hours: float) -> str:
+    """VACUUM LITE: the files to delete are found in the Delta log (the remove actions older than
+    the retention), not by listing every file of the table's folder and joining the listing with
+    the snapshot, which is what a full VACUUM does, a Spark job or two per table even when
+    nothing is to be deleted. LITE cannot see files the log never named (a crashed writer's
+    leftovers) nor removes whose log entries were cleaned up: Delta then refuses it, and the full
+    VACUUM runs instead. ``GRIDLAKE_VACUUM=full`` always runs the full one."""
+    hours = float(retain_hours)
+    if os.environ.get("GRIDLAKE_VACUUM", "lite") != "full":
+        try:
+            spark.sql(f"VACUUM delta.`{path}` LITE RETAIN {hours} HOURS")
+            return "lite"
+        except Exception as exc:
+            if "LITE" not in str(exc).upper():
+                raise
+            log.info("VACUUM LITE refused for %s, running the full VACUUM: %s", path,
+                     str(exc).splitlines()[0])  # fmt: skip
+    spark.sql(f"VACUUM delta.`{path}` RETAIN {hours} HOURS")
+    return "full"
 
 
 def maintain(
@@ -95,7 +118,7 @@ def maintain(
                 row = metrics.select("metrics.numFilesRemoved").first()
                 result.files_compacted = int(row[0] or 0) if row else 0
             if vacuum:
-                spark.sql(f"VACUUM delta.`{path}` RETAIN {float(retain_hours)} HOURS")
+                result.vacuum_mode = _vacuum(spark, path, retain_hours)
                 result.files_vacuumed = _last_metric(spark, path, "VACUUM END",
                                                      "numDeletedFiles")  # fmt: skip
             result.files_after = _file_count(spark, path)

@@ -14,7 +14,9 @@ arguments to it when it runs (see :func:`forward`) and runs in-process otherwise
   connect.
 - **One at a time**: commands are served in arrival order, each with the client's arguments and
   working directory; its standard output and error are streamed back as they are written, and
-  its exit code is the client's.
+  its exit code is the client's. Airflow's tasks queue; a person's command (one without
+  Airflow's ``AIRFLOW_CTX_DAG_ID``) that finds the server busy runs in a process of its own
+  instead of waiting behind the scheduler's work.
 - **A client that goes away cancels its command**: when the client's connection closes before
   the command ends (Airflow's timeout or a stop kills the task), the server cancels every Spark
   job and stops every streaming query, as a crash of the command would: the pipeline's
@@ -70,6 +72,11 @@ SERVED = frozenset(
 def socket_path(settings: Settings | None = None) -> Path:
     settings = settings or get_settings()
     return settings.state / "run" / "spark-server.sock"
+
+
+def busy_path(settings: Settings | None = None) -> Path:
+    """Present while the server runs a command: that command and when it started."""
+    return socket_path(settings).with_name("spark-server.busy")
 
 
 # --- client ---------------------------------------------------------------------------------
@@ -131,6 +138,16 @@ def forward(argv: Sequence[str]) -> int | None:
     except ValueError:
         return None
     if not settings.is_local:
+        return None
+    busy = busy_path(settings)
+    if busy.exists() and "AIRFLOW_CTX_DAG_ID" not in os.environ:
+        # A person's command (not an Airflow task) never queues behind the scheduler's work.
+        try:
+            what = busy.read_text().strip()
+        except OSError:
+            what = "a command"
+        print(f"gridlake: the gridlake server is busy ({what}): running in a process of its own",
+              file=sys.stderr)  # fmt: skip
         return None
     sock = _connect(socket_path(settings))
     if sock is None:
@@ -263,6 +280,7 @@ def serve(settings: Settings | None = None) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
     if path.exists():
         path.unlink()
+    busy_path(settings).unlink(missing_ok=True)  # left by a server that was killed mid-command
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o077)
     try:
@@ -311,9 +329,12 @@ def _serve_one(spark: Any, main: Callable[[list[str]], int], conn: socket.socket
     )
     watcher.start()
     out.target = err.target = conn
+    busy = busy_path()
+    busy.write_text(f"gridlake {' '.join(argv)}, since {time.strftime('%H:%M:%S')}\n")
     try:
         rc = _run(spark, main, argv, str(request.get("cwd") or "/"))
     finally:
+        busy.unlink(missing_ok=True)
         out.target = err.target = None
         done.set()
     watcher.join(timeout=2)

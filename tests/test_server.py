@@ -88,12 +88,33 @@ def test_a_client_that_goes_away_cancels_its_command(server, settings):
     os.killpg(client.pid, signal.SIGKILL)
     client.wait(timeout=30)
     t0 = time.monotonic()
-    nxt = gl("sql", "SELECT 1 AS after_cancel", timeout=120)
+    # As an Airflow task: it queues in the server (a person's command would run on its own
+    # while the cancelled one is still winding down).
+    nxt = gl("sql", "SELECT 1 AS after_cancel", env={"AIRFLOW_CTX_DAG_ID": "t"}, timeout=120)
     assert nxt.returncode == 0, nxt.stderr[-2000:]
     assert time.monotonic() - t0 < 60
     served = server_log(settings)[before:]
     assert "cancelling the running command: the client of 'gridlake sql SELECT count(*)" in served
     assert "gridlake sql SELECT 1 AS after_cancel: exit 0" in served
+
+
+def test_a_person_never_queues_behind_the_scheduler(server, settings, capsys, monkeypatch):
+    """While the server runs a command, a person's command runs in a process of its own; an
+    Airflow task's (AIRFLOW_CTX_DAG_ID set) queues in the server."""
+    from gridlake.server import busy_path, forward
+
+    busy = busy_path(settings)
+    busy.write_text("gridlake analyze --only speed_factors, since 01:02:03\n")
+    try:
+        monkeypatch.delenv("AIRFLOW_CTX_DAG_ID", raising=False)
+        assert forward(["sql", "SELECT 1"]) is None
+        assert "busy (gridlake analyze --only speed_factors" in capsys.readouterr().err
+        monkeypatch.setenv("AIRFLOW_CTX_DAG_ID", "grid_analytics")
+        before = len(server_log(settings))
+        assert forward(["sql", "SELECT 2 AS queued"]) == 0
+        assert "gridlake sql SELECT 2 AS queued: exit 0" in server_log(settings)[before:]
+    finally:
+        busy.unlink(missing_ok=True)
 
 
 def test_without_a_server_the_cli_runs_in_process(settings, tmp_path):
