@@ -69,6 +69,9 @@ airflow_env() {
   # Newly parsed DAGs start paused; `start` unpauses gridlake's own.
   export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=True
   export GRIDLAKE_CLI="${GRIDLAKE_CLI:-$GRIDLAKE_VENV/bin/gridlake}"
+  # A gold group whose inputs did not change since its last run is not recomputed (the daily
+  # run, a catch-up run after unpausing): see gridlake.gold.analyze.fingerprint.
+  export GRIDLAKE_ANALYZE_SKIP_CURRENT="${GRIDLAKE_ANALYZE_SKIP_CURRENT:-1}"
   export PATH="$VENV/bin:$GRIDLAKE_VENV/bin:$PATH"
   mkdir -p "$AIRFLOW_HOME"
   # Without a config file Airflow writes one full of defaults (host 0.0.0.0, load_examples True,

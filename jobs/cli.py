@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from datetime import UTC, date, datetime, timedelta
@@ -87,7 +88,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     groups = args.only.split(",") if args.only else None
     spark = _spark()
-    written = analyze(spark, groups=groups)
+    written = analyze(spark, groups=groups, skip_current=args.skip_current)
+    if args.skip_current:
+        from gridlake.gold.analyze import GROUPS, _group_tables
+
+        for group in groups or GROUPS:
+            if not any(t.full_name in written for t in _group_tables(group)):
+                print(f"gold group {group} is current (inputs unchanged since its last run)")
     for table, rows in written.items():
         print(f"{table}: {rows} rows")
     for view in ensure_views(spark, written):
@@ -491,6 +498,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--only",
         help="comma-separated groups (default all): " + ",".join(GOLD_GROUPS),
+    )
+    s.add_argument(
+        "--skip-current",
+        action="store_true",
+        default=os.environ.get("GRIDLAKE_ANALYZE_SKIP_CURRENT", "") == "1",
+        help="leave a group whose inputs did not change since its last run (default from "
+        "GRIDLAKE_ANALYZE_SKIP_CURRENT=1, which the Airflow tasks have)",
     )
     s.set_defaults(func=cmd_analyze)
 

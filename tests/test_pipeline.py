@@ -362,6 +362,50 @@ def test_shipped_rule_upgrades_apply_and_operator_versions_win(spark, gold_demo)
         analyze(spark, groups=["efficiency"])
 
 
+def test_analyze_skips_a_group_whose_inputs_did_not_change(spark, gold_demo) -> None:
+    """skip_current (Airflow's runs): a group is recomputed only when its code, an input table's
+    version or its rules' content changed since its tables were last written."""
+    from delta.tables import DeltaTable
+
+    from gridlake.gold import efficiency
+    from gridlake.gold.analyze import analyze
+
+    outliers, rules = efficiency.GOLD_EFFICIENCY_OUTLIERS, efficiency.GOLD_EFFICIENCY_OUTLIER_RULES
+
+    def version(table) -> int:
+        return DeltaTable.forPath(spark, table.path()).history(1).first()["version"]
+
+    analyze(spark, groups=["efficiency"])  # writes the fingerprint with the tables
+    v = version(outliers)
+    assert analyze(spark, groups=["efficiency"], skip_current=True) == {}
+    assert version(outliers) == v  # nothing rewritten
+    # The rules rewritten with the same content: still current.
+    _table(spark, rules).localCheckpoint().write.format("delta").mode("overwrite").save(
+        rules.path()
+    )
+    assert analyze(spark, groups=["efficiency"], skip_current=True) == {}
+    # A new version of silver.jobs (here a property, no rows): recomputed.
+    spark.sql(f"ALTER TABLE {SILVER_JOBS.full_name} SET TBLPROPERTIES ('gridlake.test' = '1')")
+    again = analyze(spark, groups=["efficiency"], skip_current=True)
+    assert again[outliers.full_name] == _table(spark, outliers).count()
+    assert version(outliers) == v + 1
+    assert analyze(spark, groups=["efficiency"], skip_current=True) == {}
+    # An operator's new rule version (content): recomputed.
+    shipped = efficiency.DEFAULT_OUTLIER_RULES
+    peers = next(r for r in shipped if r.rule_id == "site-efficiency-peers")
+    mine = peers._replace(rule_version=9, description="operator: test")
+    rows = efficiency.outlier_rules_frame(spark, [*shipped, mine])
+    rows.write.format("delta").mode("overwrite").save(rules.path())
+    try:
+        assert outliers.full_name in analyze(spark, groups=["efficiency"], skip_current=True)
+    finally:
+        spark.sql(f"ALTER TABLE {SILVER_JOBS.full_name} UNSET TBLPROPERTIES ('gridlake.test')")
+        efficiency.outlier_rules_frame(spark).write.format("delta").mode("overwrite").save(
+            rules.path()
+        )
+        analyze(spark, groups=["efficiency"])
+
+
 def test_sql_cli_prints_json_and_csv(gold_demo) -> None:
     week = gold_demo
     per_site: dict[str, int] = defaultdict(int)
