@@ -325,6 +325,13 @@ def process_batch(
     validated = spec.validate(bronze).persist()
     try:
         bronze_rows = validated.count()
+        if bronze_rows == 0:
+            # A micro-batch without rows: bronze got a commit with no new records (OPTIMIZE's
+            # dataChange=false rewrite, a property change), which still moves the stream's
+            # offset. Nothing to check, write or audit (an audit row of zeros would also pull
+            # the volume rule's median down); the checkpoint advances past it.
+            log.info("refine %s: no rows, nothing to do", batch_id)
+            return
         candidates = spec.clean(spark, validated, batch_id, settings)
         clean = latest_per_key(candidates, spec.keys).persist()
         valid_count = candidates.count()
