@@ -19,6 +19,7 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from pyspark.sql import SparkSession
 
@@ -68,15 +69,24 @@ def _last_metric(spark: SparkSession, path: str, operation: str, metric: str) ->
     return int((rows[0]["operationMetrics"] or {}).get(metric, 0)) if rows else 0
 
 
-def _vacuum(spark: SparkSession, path: str, retain_hours: float) -> str:
+def vacuum_mode(today: date | None = None) -> str:
+    """``lite`` on most runs; ``full`` in the first seven days of a month (the weekly DAG runs
+    on Sundays: one full VACUUM a month) or with ``GRIDLAKE_VACUUM=full``."""
+    forced = os.environ.get("GRIDLAKE_VACUUM", "")
+    if forced in ("lite", "full"):
+        return forced
+    return "full" if (today or date.today()).day <= 7 else "lite"
+
+
+def _vacuum(spark: SparkSession, path: str, retain_hours: float, mode: str = "lite") -> str:
     """VACUUM LITE: the files to delete are found in the Delta log (the remove actions older than
     the retention), not by listing every file of the table's folder and joining the listing with
     the snapshot, which is what a full VACUUM does, a Spark job or two per table even when
     nothing is to be deleted. LITE cannot see files the log never named (a crashed writer's
-    leftovers) nor removes whose log entries were cleaned up: Delta then refuses it, and the full
-    VACUUM runs instead. ``GRIDLAKE_VACUUM=full`` always runs the full one."""
+    leftovers: the monthly full VACUUM takes those) and is refused when the log entries of
+    removes were cleaned up: the full VACUUM then runs instead."""
     hours = float(retain_hours)
-    if os.environ.get("GRIDLAKE_VACUUM", "lite") != "full":
+    if mode == "lite":
         try:
             spark.sql(f"VACUUM delta.`{path}` LITE RETAIN {hours} HOURS")
             return "lite"
@@ -106,6 +116,7 @@ def maintain(
     from delta.tables import DeltaTable
 
     settings = settings or get_settings()
+    mode = vacuum_mode()
     for table in tables or maintained_tables():
         path = table.path(settings)
         result = MaintenanceResult(table.full_name)
@@ -118,7 +129,7 @@ def maintain(
                 row = metrics.select("metrics.numFilesRemoved").first()
                 result.files_compacted = int(row[0] or 0) if row else 0
             if vacuum:
-                result.vacuum_mode = _vacuum(spark, path, retain_hours)
+                result.vacuum_mode = _vacuum(spark, path, retain_hours, mode)
                 result.files_vacuumed = _last_metric(spark, path, "VACUUM END",
                                                      "numDeletedFiles")  # fmt: skip
             result.files_after = _file_count(spark, path)
