@@ -169,22 +169,22 @@ else
     sleep 10
   done
 fi
-# Airflow runs with every DAG unpaused (start is a no-op when it already runs). Catch-up is off:
-# each periodic DAG now runs its latest interval once (ingest finds nothing new).
-GRIDLAKE_AIRFLOW_UNPAUSE=grid_weekly_site_reports "${af[@]}" start
-"${af[@]}" run dags unpause --treat-dag-id-as-regex -y "$periodic" > "$GRIDLAKE_LOGS/demo-unpause.log" 2>&1 \
-  || { tail -5 "$GRIDLAKE_LOGS/demo-unpause.log"; die "could not unpause the periodic DAGs"; }
 step check "reports of ${want[*]} written; listening sockets of the instance's services:"
-
 # 4. Nothing of the instance listens beyond 127.0.0.1 (Airflow's log servers never started).
 bash "$GRIDLAKE_REPO/infra/check_loopback.sh" || die "a service listens beyond 127.0.0.1 (above)"
 
-# 5. What came out.
+# 5. What came out (before the periodic DAGs are unpaused: the Spark server is still idle).
 step summary "the efficiency of the week ${want[-1]}"
 "$gl" sql "SELECT site, round(sum(cpu_hours) / sum(core_hours), 3) AS cpu_eff,
   round(sum(badput_core_hours), 1) AS badput_core_hours, sum(failed_jobs) AS failed_jobs
   FROM grid.site_efficiency_weekly WHERE week = DATE'$(date -u -d "$last_monday - 7 days" +%F)'
   GROUP BY site ORDER BY cpu_eff" 2>/dev/null
+step unpause "unpausing the periodic DAGs"
+# 6. Airflow runs with every DAG unpaused (start is a no-op when it already runs). Catch-up is off:
+# each periodic DAG now runs its latest interval once (ingest finds nothing new).
+GRIDLAKE_AIRFLOW_UNPAUSE=grid_weekly_site_reports "${af[@]}" start
+"${af[@]}" run dags unpause --treat-dag-id-as-regex -y "$periodic" > "$GRIDLAKE_LOGS/demo-unpause.log" 2>&1 \
+  || { tail -5 "$GRIDLAKE_LOGS/demo-unpause.log"; die "could not unpause the periodic DAGs"; }
 step end "done"
 cat <<TXT
 
