@@ -55,7 +55,7 @@ test-unit: install ## only the tests that need no service
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m "not integration" $(PYTEST_ARGS)
 
 bench: install ## speed/memory figures vs same-run references (BENCH_SCALE=small|standard|full)
-	@GRIDLAKE_INSTANCE=bench GRIDLAKE_PORT_OFFSET=400 $(PY) -m gridlake.bench $(BENCH_ARGS)
+	@GRIDLAKE_INSTANCE=bench GRIDLAKE_PORT_OFFSET=400 $(PY) -m gridlake.ops.bench $(BENCH_ARGS)
 
 docs: install ## regenerate the README's table reference from the Table definitions
 	@$(VENV)/bin/gridlake docs

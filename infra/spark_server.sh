@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# spark_server.sh start|stop|status: the instance's gridlake server (jobs/server.py), one Spark
+# spark_server.sh start|stop|status: the instance's gridlake server (jobs/gridlake/ops/server.py), one Spark
 # session in local mode that runs the Spark commands of `gridlake` (ingest, refine, analyze,
 # report, sql, ...) sent to it over a Unix socket in $GRIDLAKE_RUN (mode 0600; nothing listens on
 # the network), so that an Airflow task costs no JVM start. Commands run in-process when it is
@@ -8,7 +8,7 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 sock="$GRIDLAKE_RUN/spark-server.sock"
 ping() { GRIDLAKE_SERVER=auto "$GRIDLAKE_VENV/bin/python" -c \
-  'import sys; from gridlake.server import ping; sys.exit(0 if ping() else 1)' 2>/dev/null; }
+  'import sys; from gridlake.ops.server import ping; sys.exit(0 if ping() else 1)' 2>/dev/null; }
 case "${1:-status}" in
   start)
     if [ "${GRIDLAKE_ENV:-local}" != local ]; then log "spark-server: not used with GRIDLAKE_ENV=${GRIDLAKE_ENV}"; exit 0; fi

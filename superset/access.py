@@ -19,9 +19,9 @@ Roles:
 - ``Site_<SITE>``: the same read-only permissions, ``datasource_access`` on each gridlake dataset
   (no database or schema access: SQL Lab then accepts only tables that are such datasets), and
   one Regular RLS rule per scope, from each dataset's ``extra.gridlake_rls`` (written by
-  jobs/superset_assets.py): ``site = 'X'``; links ``src_site = 'X' OR dst_site = 'X'``; outlier
-  rows about the site itself. Grid-wide datasets (no site column) get no rule. A dataset without
-  a scope is never granted (deny by default).
+  gridlake.serving.superset_assets): ``site = 'X'``; links ``src_site = 'X' OR dst_site = 'X'``;
+  outlier rows about the site itself. Grid-wide datasets (no site column) get no rule. A dataset
+  without a scope is never granted (deny by default).
 
 SQL Lab: superset_config.py turns on RLS_IN_SQLLAB, so Superset rewrites every table of a SQL Lab
 query that is a dataset with RLS into a filtered subquery; a table that is not a dataset is

@@ -6,7 +6,7 @@
 
 The bundle is a ZIP with one top folder holding the YAML of superset/assets/ (metadata.yaml,
 databases/, datasets/<db>/, charts/, dashboards/), linked by fixed uuids; the YAML is generated
-from jobs/superset_assets.py by ``gridlake superset assets``. While building:
+from jobs/gridlake/serving/superset_assets.py by ``gridlake superset assets``. While building:
 - ``${GRIDLAKE_THRIFT_PORT}`` becomes the Thrift port of the instance (demo 10000, test 10100) and
   ``${GRIDLAKE_SCHEMA}`` the database of the views the datasets read (``grid``);
 - every chart's ``query_context`` must be a JSON string; its ``form_data`` is set to the chart's

@@ -199,7 +199,7 @@ def demo_week(tmp_path_factory):
 @pytest.fixture(scope="session")
 def jobs_published(kafka, demo_week):
     """The demo week published to grid.jobs, grid.nodes and grid.network."""
-    from gridlake.publish import publish_files
+    from gridlake.sources.publish import publish_files
 
     week, paths = demo_week
     for kind in ("jobs", "nodes", "network"):
@@ -213,10 +213,10 @@ def jobs_published(kafka, demo_week):
 def gold_demo(spark, jobs_published):
     """The demo week through the whole pipeline: bronze, silver, gold and the grid views."""
     from gridlake.bronze.ingest import ingest
+    from gridlake.catalog import ensure_all
     from gridlake.gold.analyze import analyze
+    from gridlake.serving.views import create_views
     from gridlake.silver.refine import SPECS, refine, refresh_job_node_features
-    from gridlake.tables import ensure_all
-    from gridlake.views import create_views
 
     ensure_all(spark)
     ingest(spark)

@@ -13,9 +13,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gridlake.agent import PAGE_KIB, Counters, Publisher, Spool, read_counters, to_records
 from gridlake.contracts import SCHEMAS_DIR
 from gridlake.settings import REPO_ROOT, get_settings
+from gridlake.sources.agent import PAGE_KIB, Counters, Publisher, Spool, read_counters, to_records
 
 NODES_SCHEMA = json.loads((SCHEMAS_DIR / "grid.nodes.schema.json").read_text())
 
@@ -88,7 +88,7 @@ def _consume(bootstrap: str, host: str, expected: int, timeout: float = 60) -> l
 def test_agent_publishes_valid_records(kafka) -> None:
     host = f"agent-{uuid.uuid4().hex[:8]}.test"
     out = subprocess.run(
-        [sys.executable, "-m", "gridlake.cli", "agent", "--site", "TEST-SITE", "--host", host,
+        [sys.executable, "-m", "gridlake.ops.cli", "agent", "--site", "TEST-SITE", "--host", host,
          "--interval", "0.5", "--count", "3"],
         capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
     )  # fmt: skip

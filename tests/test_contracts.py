@@ -8,9 +8,9 @@ import jsonschema
 import pytest
 from pyspark.sql import types as T
 
+from gridlake.catalog import BRONZE, SILVER_JOBS
 from gridlake.contracts import contract
 from gridlake.settings import SCHEMAS_DIR, TOPICS
-from gridlake.tables import BRONZE, SILVER_JOBS
 
 ISSUE_FIELDS_JOBS = [
     "job_id", "attempt", "vo", "site", "host", "queue", "task_id", "job_type", "cpu_model",

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from gridlake.cpu_models import (
+from gridlake.reference.cpu_models import (
     EXACT,
     FAMILY,
     FAMILY_RULES,
@@ -212,7 +212,7 @@ def all_realdata_models() -> list[str]:
 
 
 def load_build_script():
-    path = REPO_ROOT / "jobs" / "reference" / "build_cpu_models.py"
+    path = REPO_ROOT / "jobs" / "gridlake" / "reference" / "build_cpu_models.py"
     spec = importlib.util.spec_from_file_location("_build_cpu_models", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -354,8 +354,10 @@ def test_hs06_tables_unknown_share(capsys):
 def test_reference_csv_is_up_to_date():
     build = load_build_script()
     text = build.render(build.build_rows(BENCH.parent))
-    packaged = (REPO_ROOT / "jobs" / "reference" / "cpu_models.csv").read_text(encoding="utf-8")
-    assert text == packaged, "run: python jobs/reference/build_cpu_models.py"
+    packaged = (REPO_ROOT / "jobs" / "gridlake" / "reference" / "cpu_models.csv").read_text(
+        encoding="utf-8"
+    )
+    assert text == packaged, "run: python jobs/gridlake/reference/build_cpu_models.py"
 
 
 # --------------------------------------------------------------------------------------------
@@ -378,7 +380,7 @@ EDGE_STRINGS = [
 def test_normalise_col_equals_normalise(spark):
     from pyspark.sql import functions as F
 
-    from gridlake.cpu_models import normalise_col
+    from gridlake.reference.cpu_models import normalise_col
 
     models = all_realdata_models() + EDGE_STRINGS
     df = spark.createDataFrame([(m,) for m in models], "model string")
@@ -393,7 +395,7 @@ def test_normalise_col_equals_normalise(spark):
 
 @pytest.mark.slow
 def test_with_cpu_info(spark):
-    from gridlake.cpu_models import reference_table, with_cpu_info
+    from gridlake.reference.cpu_models import reference_table, with_cpu_info
 
     rows = [
         ("j1", "Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz"),  # exact, with HS23
@@ -450,7 +452,7 @@ def test_with_cpu_info(spark):
 @needs_realdata
 @pytest.mark.slow
 def test_with_cpu_info_agrees_with_classify(spark):
-    from gridlake.cpu_models import with_cpu_info
+    from gridlake.reference.cpu_models import with_cpu_info
 
     models = (
         all_realdata_models()

@@ -200,7 +200,7 @@ def _render_dashboards(env: dict[str, str], state: Path) -> dict[str, float]:
     error or without results; screenshots kept in <state>/screenshots."""
     from playwright.sync_api import sync_playwright
 
-    from gridlake.superset_assets import DASHBOARDS
+    from gridlake.serving.superset_assets import DASHBOARDS
     from tests.superset_helpers import read_login
     from tests.test_superset import CHART_STATES_JS, CHROMIUM, CHROMIUM_ARGS, settled
 

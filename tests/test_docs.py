@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gridlake.docs import BEGIN, END, documented_tables, render
 from gridlake.gold.analyze import gold_tables
+from gridlake.serving.docs import BEGIN, END, documented_tables, render
 from gridlake.settings import REPO_ROOT
 
 # Gold tables the demo week leaves empty: no APEL summaries are published by the demo, and

@@ -83,7 +83,7 @@ def test_a_job_spans_one_bucket_per_hour_it_touches(spark) -> None:
 def test_slow_storage_site_jobs_see_iowait_and_busy_disks(spark, gold_demo) -> None:
     from pyspark.sql import functions as F
 
-    from gridlake.tables import SILVER_JOB_NODE_FEATURES
+    from gridlake.catalog import SILVER_JOB_NODE_FEATURES
 
     slow = gold_demo.truth["slow_storage_site"]
     feats = spark.read.format("delta").load(SILVER_JOB_NODE_FEATURES.path())
@@ -114,14 +114,14 @@ def test_refresh_catches_up_with_every_batch_and_recomputes_only_touched_jobs(
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    from gridlake.silver.refine import refresh_job_node_features
-    from gridlake.tables import (
+    from gridlake.catalog import (
         BATCH_AUDIT,
         SILVER_JOB_NODE_FEATURES,
         SILVER_JOBS,
         SILVER_NODE_DISK_SAMPLES,
         SILVER_NODE_SAMPLES,
     )
+    from gridlake.silver.refine import refresh_job_node_features
 
     local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
     for table in (SILVER_JOBS, SILVER_NODE_SAMPLES, SILVER_NODE_DISK_SAMPLES, BATCH_AUDIT,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gridlake.maintain import _vacuum, vacuum_mode
+from gridlake.ops.maintain import _vacuum, vacuum_mode
 
 pytestmark = [pytest.mark.integration]
 

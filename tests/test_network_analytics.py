@@ -602,8 +602,8 @@ def test_train_network_versions_runs_and_analyze_applies_the_model(
 ):
     """The production path: `gridlake train-network --labels` on the warehouse's silver.network
     appends a run to gold.network_model_runs and saves the model; `analyze` then predicts."""
+    from gridlake.catalog import SILVER_NETWORK, ensure_all
     from gridlake.gold.analyze import analyze, train_network
-    from gridlake.tables import SILVER_NETWORK, ensure_all
 
     ensure_all(spark)  # metastore entries stay on the test warehouse; this test works by path
     local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gridlake.report import SITE_SECTIONS, parse_week, report_dir, site_file_stem
+from gridlake.serving.report import SITE_SECTIONS, parse_week, report_dir, site_file_stem
 from gridlake.settings import get_settings
 
 from .conftest import gridlake_cli
@@ -65,7 +65,7 @@ def gold_versions(spark) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def grid3(kafka, tmp_path_factory):
-    from gridlake.publish import publish_files
+    from gridlake.sources.publish import publish_files
     from gridlake.sources.simulate import SimConfig, simulate
 
     out = tmp_path_factory.mktemp("grid3")
@@ -103,7 +103,7 @@ def weekly_reports(analytics, tmp_path_factory):
 
 
 def test_grid_ingest_lands_the_grid_in_silver(ingested, grid3, spark):
-    from gridlake.tables import SILVER_JOBS, SILVER_NETWORK, SILVER_NODE_SAMPLES
+    from gridlake.catalog import SILVER_JOBS, SILVER_NETWORK, SILVER_NODE_SAMPLES
 
     run_id, _out = ingested
     states = task_states("grid_ingest", run_id)
@@ -373,7 +373,7 @@ def test_backfill_of_three_weeks_writes_three_sets_of_reports(scheduled_airflow,
 
 def test_grid_maintenance_compacts_keeps_time_travel_and_builds_data_docs(weekly_reports, spark):
     """Last in this file: its OPTIMIZE commits new table versions (same rows)."""
-    from gridlake.tables import SILVER_NODE_SAMPLES
+    from gridlake.catalog import SILVER_NODE_SAMPLES
 
     _run_id, out = dags_test("grid_maintenance", datetime.now(UTC).strftime("%Y-%m-%d"))
     compacted = re.findall(r"(\S+): (\d+) -> (\d+) files \((\d+) compacted", out)

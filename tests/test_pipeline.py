@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -14,14 +15,14 @@ from datetime import date, datetime, timedelta
 import pytest
 from pyspark.sql import functions as F
 
-from gridlake.settings import get_settings
-from gridlake.tables import (
+from gridlake.catalog import (
     BATCH_AUDIT,
     BRONZE,
     GOLD_SITE_EFFICIENCY_WEEKLY,
     QUARANTINE_JOBS,
     SILVER_JOBS,
 )
+from gridlake.settings import get_settings
 
 from .conftest import gridlake_cli
 from .test_validate import GOOD
@@ -51,7 +52,7 @@ def _watermark_total(bootstrap: str, topic: str) -> int:
 
 def test_crash_mid_ingest_then_restart_is_exactly_once(spark, kafka, jobs_published) -> None:
     """SIGKILL `gridlake ingest` after its first committed micro-batch, restart, count."""
-    from gridlake.publish import publish_files
+    from gridlake.sources.publish import publish_files
 
     _week, paths = jobs_published
     # Publish the node samples once more: a re-send, as an agent retrying would do.
@@ -203,9 +204,9 @@ def test_planted_bad_records_of_the_simulator_reach_the_quarantine_tables(
     from its silver.quarantine_<input> Delta table with the rule the simulator planted, and
     nothing else of that grid is; the good records are in silver once each."""
     from gridlake.bronze.ingest import ingest
+    from gridlake.catalog import QUARANTINE_NETWORK, QUARANTINE_NODES, SILVER_NODE_SAMPLES
     from gridlake.silver.refine import refine
     from gridlake.sources.simulate import SimConfig, simulate
-    from gridlake.tables import QUARANTINE_NETWORK, QUARANTINE_NODES, SILVER_NODE_SAMPLES
 
     truth = simulate(SimConfig(**BAD_GRID), tmp_path, progress=False)
     counts = truth["counts"]
@@ -473,8 +474,8 @@ def test_services_listen_on_loopback_only(thrift, kafka) -> None:
 
 def test_nodes_and_network_reach_silver_once_each(spark, gold_demo) -> None:
     """Demo node samples (published twice: the crash test re-sends them) and perfSONAR results."""
+    from gridlake.catalog import SILVER_NETWORK, SILVER_NODE_DISK_SAMPLES, SILVER_NODE_SAMPLES
     from gridlake.silver.refine import refine
-    from gridlake.tables import SILVER_NETWORK, SILVER_NODE_DISK_SAMPLES, SILVER_NODE_SAMPLES
 
     week = gold_demo
     refine(spark, "nodes")  # drain what earlier tests (the crash test's re-send) left in bronze
@@ -500,8 +501,8 @@ def test_nodes_and_network_reach_silver_once_each(spark, gold_demo) -> None:
 
 def test_resending_a_whole_day_changes_nothing_in_silver(spark, gold_demo, tmp_path) -> None:
     from gridlake.bronze.ingest import ingest
-    from gridlake.publish import publish_files
     from gridlake.silver.refine import refine
+    from gridlake.sources.publish import publish_files
 
     week = gold_demo
     day = "2026-11-18"
@@ -543,8 +544,34 @@ def test_a_mostly_bad_batch_is_refused_whole_and_nothing_is_written(spark, gold_
     assert (_table(spark, SILVER_JOBS).count(), _table(spark, QUARANTINE_JOBS).count()) == counts
 
 
+def test_a_record_neither_clean_nor_quarantined_refuses_the_batch(spark, gold_demo) -> None:
+    """The batch audit counts what is written, so its identity can fail: a validation bug that
+    leaves a record without its reasons (neither valid nor quarantined) is caught before
+    anything is written, instead of the record vanishing."""
+    from gridlake.quality import QualityGateError
+    from gridlake.silver.refine import SPECS, RefineStats, process_batch
+
+    spec = SPECS["jobs"]
+    lines = [json.dumps({**GOOD, "job_id": f"unaccounted-{i}"}) for i in range(5)]
+    bronze = spark.createDataFrame(
+        [(v, "grid.jobs", 0, 20_000_000 + i, datetime(2026, 11, 20)) for i, v in enumerate(lines)],
+        "value string, topic string, partition int, offset long, kafka_timestamp timestamp",
+    )
+
+    def loses_one(df):  # the planted bug: one record's reasons become null
+        out = spec.validate(df)
+        lost = F.get_json_object("value", "$.job_id") == "unaccounted-3"
+        return out.withColumn("_reasons", F.when(lost, F.lit(None)).otherwise(F.col("_reasons")))
+
+    counts = (_table(spark, SILVER_JOBS).count(), _table(spark, QUARANTINE_JOBS).count())
+    buggy = dataclasses.replace(spec, validate=loses_one)
+    with pytest.raises(QualityGateError, match=r"5 bronze records but 4 valid and 0 quarantined"):
+        process_batch(spark, buggy, bronze, 999_998, get_settings(), RefineStats())
+    assert (_table(spark, SILVER_JOBS).count(), _table(spark, QUARANTINE_JOBS).count()) == counts
+
+
 def test_gate_results_are_kept(spark, gold_demo) -> None:
-    from gridlake.tables import QUALITY_RESULTS, SILVER_JOBS
+    from gridlake.catalog import QUALITY_RESULTS, SILVER_JOBS
 
     rows = (
         _table(spark, QUALITY_RESULTS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gridlake.publish import classify_line
+from gridlake.sources.publish import classify_line
 
 
 def test_object_is_accepted() -> None:

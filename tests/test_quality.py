@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from gridlake.catalog import SILVER_JOBS
 from gridlake.quality import QualityGateError, gate, run_checks
 from gridlake.silver.jobs import clean_rows, validate_jobs
-from gridlake.tables import SILVER_JOBS
 
 from .test_validate import GOOD
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from gridlake.tables import QUARANTINE_ACCOUNTING_SUMMARIES, SILVER_ACCOUNTING_SUMMARIES
+from gridlake.catalog import QUARANTINE_ACCOUNTING_SUMMARIES, SILVER_ACCOUNTING_SUMMARIES
 
 from .conftest import REALDATA, gridlake_cli
 

@@ -12,7 +12,6 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
-from gridlake import report_queries as rq
 from gridlake.gold.efficiency import GOLD_EFFICIENCY_OUTLIERS, GOLD_JOB_LENGTH_ADVICE
 from gridlake.gold.io_signatures import GOLD_NODE_SATURATION, GOLD_SITE_IO_STRESS_WEEKLY
 from gridlake.gold.network import GOLD_NETWORK_ALARMS, GOLD_NETWORK_COST_MATRIX
@@ -23,8 +22,9 @@ from gridlake.gold.site_efficiency import (
     site_failure_modes_weekly,
 )
 from gridlake.gold.speed_factors import GOLD_BENCHMARK_MISMATCH, GOLD_SITE_SPEED_ANOMALIES
-from gridlake.orchestration import MANIFEST_PATH, check_dependencies, render_manifest
-from gridlake.report import (
+from gridlake.ops.orchestration import MANIFEST_PATH, check_dependencies, render_manifest
+from gridlake.serving import report_queries as rq
+from gridlake.serving.report import (
     SITE_SECTIONS,
     SUMMARY_SECTIONS,
     NoGoldDataError,
@@ -35,7 +35,7 @@ from gridlake.report import (
     site_file_stem,
     week_label,
 )
-from gridlake.views import view_columns
+from gridlake.serving.views import view_columns
 
 from .test_gold_efficiency import job, jobs_df
 
@@ -477,8 +477,8 @@ def test_check_loopback_flags_a_listener_beyond_127_0_0_1(tmp_path):
 
 
 def test_quality_docs_show_the_suites_and_the_gate_results(tmp_path):
-    from gridlake.quality_docs import write_quality_docs
-    from gridlake.tables import SILVER_JOBS
+    from gridlake.catalog import SILVER_JOBS
+    from gridlake.serving.quality_docs import write_quality_docs
 
     at = datetime(2026, 11, 20, 8, 0)
     checks = [(c.kind, c.column, c.severity) for c in SILVER_JOBS.checks]

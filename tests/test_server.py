@@ -1,6 +1,6 @@
-"""The gridlake server (jobs/server.py, infra/spark_server.sh): one Spark session of the instance
-that runs the Spark commands of the CLI sent to it over a Unix socket, so that an Airflow task
-costs no JVM start. Real server, real CLI processes, the test instance's metastore."""
+"""The gridlake server (gridlake.ops.server, infra/spark_server.sh): one Spark session of the
+instance that runs the Spark commands of the CLI sent to it over a Unix socket, so that an Airflow
+task costs no JVM start. Real server, real CLI processes, the test instance's metastore."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from gridlake.server import SERVED, ping, socket_path
+from gridlake.ops.server import SERVED, ping, socket_path
 from gridlake.settings import REPO_ROOT
 from tests.conftest import infra
 
@@ -101,7 +101,7 @@ def test_a_client_that_goes_away_cancels_its_command(server, settings):
 def test_a_person_never_queues_behind_the_scheduler(server, settings, capsys, monkeypatch):
     """While the server runs a command, a person's command runs in a process of its own; an
     Airflow task's (AIRFLOW_CTX_DAG_ID set) queues in the server."""
-    from gridlake.server import busy_path, forward
+    from gridlake.ops.server import busy_path, forward
 
     busy = busy_path(settings)
     busy.write_text("gridlake analyze --only speed_factors, since 01:02:03\n")
@@ -119,7 +119,7 @@ def test_a_person_never_queues_behind_the_scheduler(server, settings, capsys, mo
 
 def test_without_a_server_the_cli_runs_in_process(settings, tmp_path):
     """No socket (or GRIDLAKE_SERVER=off): forward declines and the command runs in-process."""
-    from gridlake.server import forward
+    from gridlake.ops.server import forward
 
     os.environ["GRIDLAKE_SERVER"] = "off"
     try:
@@ -131,6 +131,6 @@ def test_without_a_server_the_cli_runs_in_process(settings, tmp_path):
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(dead))
     listener.close()  # a socket file with nobody behind it: connect is refused
-    from gridlake import server as server_module
+    from gridlake.ops import server as server_module
 
     assert server_module._connect(dead) is None

@@ -11,8 +11,8 @@ from datetime import date, datetime
 import pytest
 from pyspark.sql import functions as F
 
-from gridlake.cpu_models import classify
 from gridlake.gold.site_efficiency import site_efficiency_weekly
+from gridlake.reference.cpu_models import classify
 from gridlake.silver.files import bronze_from_jsonl
 from gridlake.silver.jobs import validate_jobs
 from gridlake.sources import simulate as sim

@@ -82,9 +82,9 @@ def test_real_osg_summaries_keep_known_facts(spark, kafka) -> None:
     if not apel.is_dir():
         pytest.skip(f"real samples not found at {apel}")
     from gridlake.bronze.ingest import ingest
+    from gridlake.catalog import SILVER_ACCOUNTING_SUMMARIES, SILVER_JOBS
     from gridlake.quality import run_checks
     from gridlake.silver.refine import refine
-    from gridlake.tables import SILVER_ACCOUNTING_SUMMARIES, SILVER_JOBS
 
     from .conftest import gridlake_cli
 

@@ -372,7 +372,7 @@ def test_fit_uses_the_hepix_table_benchmark_for_real_cpu_strings(spark, tmp_path
     # measured once, not in the job-probe table the reference also takes medians over, and a
     # physical model (the reference leaves out hypervisor names such as "Intel Core Processor
     # (Haswell, no TSX, IBRS)": the host behind them may be any later generation)
-    from gridlake.cpu_models import normalise
+    from gridlake.reference.cpu_models import normalise
 
     from .test_cpu_models import load_build_script
 

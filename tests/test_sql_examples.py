@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gridlake.views import VIEW_DIR
+from gridlake.serving.views import VIEW_DIR
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "sql" / "examples"
 FOUR_HOURS = 4 * 3600

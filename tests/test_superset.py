@@ -22,16 +22,15 @@ from datetime import UTC, date, datetime
 import pytest
 import yaml
 
-from gridlake.superset_assets import (
+from gridlake.serving.superset_assets import (
     ASSETS_DIR,
     DASHBOARDS,
     DATABASE_UUID,
     DATASETS,
-    chart_params,
     chart_query_context,
     render_assets,
 )
-from gridlake.views import VIEW_DIR
+from gridlake.serving.views import VIEW_DIR
 
 from .superset_helpers import REPO, SupersetAPI, superset_sh
 
@@ -139,26 +138,62 @@ def test_datasets_read_gold_grid_views_only():
             assert cfg["schema"] == SCHEMA and cfg["database_uuid"] == DATABASE_UUID, rel
 
 
+def _expected_query(chart) -> tuple[list[str], list[str], list[tuple]]:
+    """(metric labels, column labels, filters) a chart's query must hold, from its definition
+    alone (not from the code that writes the query context)."""
+    if chart.kind in ("big_number", "heatmap"):
+        metrics = list(chart.metrics[:1])
+    elif chart.kind == "raw_table":
+        metrics = []
+    else:
+        metrics = list(chart.metrics)
+    columns = {
+        "raw_table": list(chart.columns),
+        "line": [chart.x, *chart.series],
+        "bar": [chart.x, *chart.series],
+        "heatmap": [chart.x, *chart.series[:1]],
+        "table": list(chart.series),
+        "pie": list(chart.series),
+    }.get(chart.kind, [])
+    filters = [(col, op, value) for col, op, value in chart.where]
+    if chart.x and chart.dataset.temporal(chart.x):
+        filters.insert(0, (chart.x, "TEMPORAL_RANGE", "No filter"))
+    return metrics, columns, filters
+
+
 def test_charts_carry_a_query_context_consistent_with_their_params():
+    """Each shipped chart file (what Superset imports and the dashboards run): its saved query
+    context repeats the file's own params as form data, and its query and its params both ask
+    for what the chart's definition says (metrics, axis and series, columns, filters)."""
+    configs = load_build_bundle().load_assets(10000)
+    shipped = {c["uuid"]: c for rel, c in configs.items() if rel.startswith("charts/")}
     for chart in CHARTS.values():
-        params, qc = chart_params(chart), chart_query_context(chart)
+        cfg = shipped[chart.uuid]
+        params, qc = cfg["params"], json.loads(cfg["query_context"])
         (query,) = qc["queries"]
-        assert qc["form_data"] == params
-        assert params["viz_type"] == chart.viz_type
+        assert qc["form_data"] == params, chart.key
+        assert params["viz_type"] == cfg["viz_type"] == chart.viz_type, chart.key
+        metrics, columns, filters = _expected_query(chart)
+        assert [label(m) for m in query["metrics"]] == metrics, chart.key
+        assert [label(c) for c in query["columns"]] == columns, chart.key
+        got = [(f["col"], f["op"], f.get("val")) for f in query["filters"]]
+        assert got == filters, chart.key
+        assert (query["extras"]["where"] != "") == bool(chart.where_sql), chart.key
+        # the params (what the explore view and the dashboard render) say the same
         want_metrics = params.get("metrics") or ([params["metric"]] if "metric" in params else [])
-        assert [label(m) for m in query["metrics"]] == want_metrics, chart.key
-        cols = [label(c) for c in query["columns"]]
+        assert want_metrics == metrics, chart.key
         if chart.kind == "raw_table":
-            assert cols == params["all_columns"]
+            assert params["all_columns"] == columns, chart.key
         elif chart.kind in ("line", "bar", "heatmap"):
             groupby = (
                 params["groupby"] if isinstance(params["groupby"], list) else [params["groupby"]]
             )
-            assert cols == [params["x_axis"], *groupby], chart.key
+            assert [params["x_axis"], *groupby] == columns, chart.key
         elif chart.kind in ("table", "pie"):
-            assert cols == params["groupby"]
-        else:
-            assert cols == []
+            assert params["groupby"] == columns, chart.key
+        adhoc = [(f["subject"], f["operator"], f.get("comparator"))
+                 for f in params["adhoc_filters"] if f["expressionType"] == "SIMPLE"]  # fmt: skip
+        assert adhoc == filters, chart.key
 
 
 def test_week_filters_open_on_the_latest_week_and_spare_the_trends():

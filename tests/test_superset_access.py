@@ -15,8 +15,8 @@ import subprocess
 
 import pytest
 
+from gridlake.serving.superset_assets import DASHBOARDS, DATASETS, RLS_CLAUSES, chart_query_context
 from gridlake.settings import get_settings
-from gridlake.superset_assets import DASHBOARDS, DATASETS, RLS_CLAUSES, chart_query_context
 
 from .superset_helpers import REPO, SupersetAPI, read_login
 
@@ -186,7 +186,7 @@ def sql_rows(api: SupersetAPI, database_id: int, sql: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def database_id(users) -> int:
-    from gridlake.superset_assets import DATABASE_UUID
+    from gridlake.serving.superset_assets import DATABASE_UUID
 
     (db,) = users["admin"].find_by_uuid("database", DATABASE_UUID)
     return db["id"]

@@ -8,9 +8,9 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F
 
+from gridlake.catalog import GOLD_SITE_EFFICIENCY_WEEKLY
 from gridlake.gold.site_efficiency import site_efficiency_weekly
 from gridlake.silver.jobs import derive_job_columns, latest_per_key
-from gridlake.tables import GOLD_SITE_EFFICIENCY_WEEKLY
 
 SILVER_COLS = "site string, vo string, week date, status string, is_outlier boolean, cores_wall_seconds double, cpu_seconds double"  # noqa: E501
 
@@ -115,7 +115,7 @@ def test_latest_per_key_keeps_newest_record(spark) -> None:
 
 
 def test_benchmark_precedence_declared_then_reference(spark) -> None:
-    from gridlake.cpu_models import classify
+    from gridlake.reference.cpu_models import classify
     from gridlake.silver.jobs import with_benchmark
 
     haswell = "Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gridlake.views import VIEW_DIR, render_view, view_columns, view_name, view_sources
+from gridlake.serving.views import VIEW_DIR, render_view, view_columns, view_name, view_sources
 
 
 def test_view_files_are_current() -> None:

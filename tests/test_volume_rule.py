@@ -56,9 +56,9 @@ def test_drop_against_the_median_of_the_previous_batches() -> None:
 def test_a_collapsed_batch_is_refused_whole_until_an_operator_accepts_it(
     spark, settings, tmp_path
 ) -> None:
+    from gridlake.catalog import BATCH_AUDIT, QUALITY_RESULTS, QUARANTINE_JOBS, SILVER_JOBS
     from gridlake.quality import QualityGateError
     from gridlake.silver.refine import SPECS, RefineStats, process_batch
-    from gridlake.tables import BATCH_AUDIT, QUALITY_RESULTS, QUARANTINE_JOBS, SILVER_JOBS
 
     local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
     tables = (SILVER_JOBS, QUARANTINE_JOBS, BATCH_AUDIT, QUALITY_RESULTS)

@@ -1,0 +1,374 @@
+"""silver -> gold: recompute the gold tables, one group at a time (each an Airflow task).
+
+Every table is overwritten from silver, so a rerun gives the same table and a changed rule table
+re-scores all of history. Groups and what they read:
+
+- ``site_efficiency``: silver.jobs -> gold.site_efficiency_weekly, site_jobtype_efficiency_weekly
+- ``efficiency``: silver.jobs (+ gold.efficiency_outlier_rules) -> cpu_model_efficiency,
+  failure_vs_duration, job_length_advice, multicore_scaling/fit, efficiency_outliers
+- ``speed_factors``: silver.jobs -> cpu_speed_factors, speed_factor_agreement,
+  benchmark_mismatch, site_speed_anomalies
+- ``io_signatures``: silver.jobs, node samples, job_node_features (+ gold.io_signature_rules)
+  -> job_io_signature, node_saturation, workflow_io_profile, site_io_stress_weekly
+- ``network``: silver.network -> network_link_status, network_alarms, network_cost_matrix
+- ``site_efficiency_monthly``: silver.accounting_summaries + silver.jobs ->
+  site_efficiency_monthly (APEL summaries beside the per-job path)
+- ``cost``: silver.jobs + gold.cpu_speed_factors, site_speed_anomalies, workflow_io_profile,
+  network_cost_matrix (+ gold.cost_prices) -> site_workflow_cost, placement_advice; runs after
+  the groups it reads
+- ``serving``: gold.network_link_status -> network_link_hourly (pre-aggregate for dashboards)
+
+Rule tables are operator-editable: the highest ``rule_version`` of a rule applies, so an
+operator's new version takes effect on the next run. Shipped rule versions the table lacks are
+added to it (an upgrade reaches existing instances) unless the operator's own version is higher.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from pyspark.ml import PipelineModel
+from pyspark.sql import DataFrame, SparkSession
+
+from gridlake.settings import Settings, get_settings
+from gridlake.tabledef import Table
+
+log = logging.getLogger(__name__)
+
+GROUPS = (
+    "site_efficiency",
+    "efficiency",
+    "speed_factors",
+    "io_signatures",
+    "network",
+    "site_efficiency_monthly",
+    "cost",
+    "serving",
+)
+
+# Groups that read gold tables of other groups, and those groups (a group listed here runs after
+# them, in ``analyze`` and as Airflow tasks of grid_analytics). Groups not listed read silver only.
+# Each dependency must come earlier in GROUPS. After a change run ``gridlake docs``: it writes the
+# DAG's manifest (dags/gridlake_manifest.json), so the DAG gains the task with no DAG edit.
+DEPENDS_ON: dict[str, tuple[str, ...]] = {
+    # cost reads the speed factors, site anomalies, I/O profiles and the network cost matrix
+    "cost": ("speed_factors", "io_signatures", "network"),
+    # serving pre-aggregates gold.network_link_status
+    "serving": ("network",),
+}
+
+
+def _group_tables(group: str) -> tuple[Table, ...]:
+    if group == "site_efficiency":
+        from gridlake.gold.site_efficiency import TABLES
+    elif group == "efficiency":
+        from gridlake.gold.efficiency import TABLES
+    elif group == "speed_factors":
+        from gridlake.gold.speed_factors import TABLES
+    elif group == "io_signatures":
+        from gridlake.gold.io_signatures import TABLES
+    elif group == "network":
+        from gridlake.gold.network import TABLES
+    elif group == "site_efficiency_monthly":
+        from gridlake.gold.site_efficiency_monthly import TABLES
+    elif group == "cost":
+        from gridlake.gold.cost import TABLES
+    elif group == "serving":
+        from gridlake.gold.serving import TABLES
+    else:
+        raise ValueError(f"unknown gold group {group!r}; one of {GROUPS}")
+    return TABLES
+
+
+def gold_tables() -> tuple[Table, ...]:
+    return tuple(t for g in GROUPS for t in _group_tables(g))
+
+
+def gold_frames(jobs: DataFrame, group: str) -> dict[str, DataFrame]:
+    """The gold DataFrames of a group that needs silver.jobs only (benchmarks, what-ifs)."""
+    if group == "site_efficiency":
+        from gridlake.gold.site_efficiency import compute
+    elif group == "efficiency":
+        from gridlake.gold.efficiency import compute
+    elif group == "speed_factors":
+        from gridlake.gold.speed_factors import compute
+    else:
+        raise ValueError(f"group {group!r} needs more than silver.jobs")
+    return compute(jobs)
+
+
+def _read(spark: SparkSession, table: Table, settings: Settings) -> DataFrame:
+    table.ensure(spark, settings)
+    return spark.read.format("delta").load(table.path(settings))
+
+
+def _rules(spark: SparkSession, table: Table, default: Callable[[], DataFrame],
+           settings: Settings, key: str = "rule_id") -> DataFrame:  # fmt: skip
+    """The rules that apply: the operator's table plus every shipped rule version it lacks.
+
+    The highest rule_version of a rule_id applies, so a shipped upgrade (a new version of a
+    default rule) takes effect on an existing instance unless the operator has written a higher
+    version of their own; the operator's rows are never dropped or changed. The result is small
+    (a few rules) and is materialised before the table is rewritten with it.
+    """
+    existing = _read(spark, table, settings)
+    shipped = default()
+    missing = shipped.join(existing.select(key, "rule_version"), [key, "rule_version"],
+                           "left_anti")  # fmt: skip
+    rows = existing.unionByName(missing.select(*existing.columns)).collect()
+    return spark.createDataFrame(rows, existing.schema)
+
+
+def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, DataFrame]:
+    from gridlake.silver.tables import (
+        SILVER_ACCOUNTING_SUMMARIES,
+        SILVER_JOB_NODE_FEATURES,
+        SILVER_JOBS,
+        SILVER_NETWORK,
+        SILVER_NODE_DISK_SAMPLES,
+        SILVER_NODE_SAMPLES,
+    )
+
+    if group == "network":
+        from gridlake.gold import network
+
+        return network.compute(
+            _read(spark, SILVER_NETWORK, settings), model=_saved_network_model(settings)
+        )
+    if group == "serving":
+        from gridlake.gold import network, serving
+
+        return serving.compute(_read(spark, network.GOLD_NETWORK_LINK_STATUS, settings))
+    jobs = _read(spark, SILVER_JOBS, settings)
+    if group == "site_efficiency_monthly":
+        from gridlake.gold import site_efficiency_monthly
+
+        return site_efficiency_monthly.compute(
+            _read(spark, SILVER_ACCOUNTING_SUMMARIES, settings), jobs
+        )
+    if group == "efficiency":
+        from gridlake.gold import efficiency
+
+        rules = _rules(spark, efficiency.GOLD_EFFICIENCY_OUTLIER_RULES,
+                             lambda: efficiency.outlier_rules_frame(spark), settings)  # fmt: skip
+        frames = efficiency.compute(jobs, rules)
+        return frames
+    if group == "cost":
+        from gridlake.gold import cost, io_signatures, network, speed_factors
+
+        prices = _rules(spark, cost.GOLD_COST_PRICES, lambda: cost.prices_frame(spark), settings,
+                        "site")  # fmt: skip
+        return cost.compute(
+            jobs,
+            _read(spark, speed_factors.GOLD_CPU_SPEED_FACTORS, settings),
+            _read(spark, speed_factors.GOLD_SITE_SPEED_ANOMALIES, settings),
+            _read(spark, io_signatures.GOLD_WORKFLOW_IO_PROFILE, settings),
+            _read(spark, network.GOLD_NETWORK_COST_MATRIX, settings),
+            prices,
+        )
+    if group == "io_signatures":
+        from gridlake.gold import io_signatures
+
+        rules = _rules(spark, io_signatures.GOLD_IO_SIGNATURE_RULES,
+                             lambda: io_signatures.io_rules_frame(spark), settings,
+                             "parameter")  # fmt: skip
+        frames = io_signatures.compute(
+            jobs,
+            _read(spark, SILVER_NODE_SAMPLES, settings),
+            _read(spark, SILVER_NODE_DISK_SAMPLES, settings),
+            _read(spark, SILVER_JOB_NODE_FEATURES, settings),
+            rules,
+        )
+        return frames
+    return gold_frames(jobs, group)
+
+
+LABELS_SCHEMA = "src_site STRING, dst_site STRING, ts TIMESTAMP, utilisation DOUBLE"
+
+
+def _saved_network_model(settings: Settings) -> PipelineModel | None:
+    """The congestion predictor saved by ``train_network``, or None before the first training."""
+    from gridlake.gold import network
+
+    try:
+        return network.load_model(settings)
+    except Exception as exc:  # a missing model is the normal state of a new warehouse
+        if "does not exist" not in str(exc) and "FileNotFound" not in str(exc):
+            raise
+        log.info("no saved network model yet: p_util_over_70_next stays null")
+        return None
+
+
+def train_network(
+    spark: SparkSession,
+    labels_path: str,
+    settings: Settings | None = None,
+    *,
+    model_types: Sequence[str] | None = None,
+    n_held_out: int = 3,
+) -> DataFrame:
+    """Train the link-congestion predictor on silver.network and a utilisation series.
+
+    ``labels_path``: CSV files with a header ``src_site,dst_site,ts,utilisation`` (link
+    utilisation 0-1 from router interface counters; the simulator writes ``link_truth.csv``).
+    Each model type is evaluated leave-one-link-out, the best is refitted on every link and
+    saved under the storage root, and the run's rows are appended to gold.network_model_runs
+    (one version per training: never overwritten). The next ``analyze`` applies the model.
+    Returns the run's rows.
+    """
+    from gridlake.gold import network
+    from gridlake.silver.tables import SILVER_NETWORK
+
+    settings = settings or get_settings()
+    labels = spark.read.csv(labels_path, header=True, schema=LABELS_SCHEMA)
+    samples = network.latency_samples(_read(spark, SILVER_NETWORK, settings))
+    features = network.interval_features(samples, network.path_baselines(samples))
+    trained = network.train_congestion_model(
+        features.localCheckpoint(),
+        labels,
+        model_types=tuple(model_types or network.MODEL_TYPES),
+        n_held_out=n_held_out,
+    )
+    runs = network.GOLD_NETWORK_MODEL_RUNS
+    runs.ensure(spark, settings)
+    rows = runs.conform(trained.runs).localCheckpoint()
+    rows.write.format("delta").mode("append").save(runs.path(settings))
+    network.save_model(trained.model, settings)
+    return rows
+
+
+# What each group reads besides the rule tables it owns (their content is in the fingerprint):
+# silver tables, other groups' gold tables, and the network model's training runs (a retrained
+# model changes the predictions).
+GROUP_INPUTS: dict[str, tuple[str, ...]] = {
+    "site_efficiency": ("silver.jobs",),
+    "efficiency": ("silver.jobs",),
+    "speed_factors": ("silver.jobs",),
+    "io_signatures": (
+        "silver.jobs",
+        "silver.node_samples",
+        "silver.node_disk_samples",
+        "silver.job_node_features",
+    ),
+    "network": ("silver.network", "gold.network_model_runs"),
+    "site_efficiency_monthly": ("silver.accounting_summaries", "silver.jobs"),
+    "cost": (
+        "silver.jobs",
+        "gold.cpu_speed_factors",
+        "gold.site_speed_anomalies",
+        "gold.workflow_io_profile",
+        "gold.network_cost_matrix",
+    ),
+    "serving": ("gold.network_link_status",),
+}
+RULE_TABLES = {
+    "efficiency": "gold.efficiency_outlier_rules",
+    "io_signatures": "gold.io_signature_rules",
+    "cost": "gold.cost_prices",
+}
+FINGERPRINT_KEY = "gridlake.analyze.inputs"
+
+
+def _code_hash() -> str:
+    """The gold code: a changed transform recomputes every group."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    files = [*root.glob("*.py"), root.parent / "tabledef.py", root.parent / "silver" / "tables.py"]
+    for path in sorted(files):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def fingerprint(spark: SparkSession, group: str, settings: Settings) -> str:
+    """What a group's gold depends on: the code, the Delta version of every input table and the
+    content of its rule table. Equal fingerprints give equal gold (analyze is deterministic)."""
+    import hashlib
+    import json
+
+    from delta.tables import DeltaTable
+
+    from gridlake.silver.tables import TABLES as SILVER_TABLES
+
+    known = {t.full_name: t for t in (*SILVER_TABLES, *gold_tables())}
+    versions = {}
+    for name in GROUP_INPUTS[group]:
+        path = known[name].path(settings)
+        if DeltaTable.isDeltaTable(spark, path):
+            row = DeltaTable.forPath(spark, path).history(1).select("version").first()
+            versions[name] = int(row[0]) if row else -1
+        else:
+            versions[name] = -1
+    rules = ""
+    if group in RULE_TABLES:
+        table = known[RULE_TABLES[group]]
+        rows = sorted(json.dumps(r.asDict(), sort_keys=True, default=str)
+                      for r in _read(spark, table, settings).collect())  # fmt: skip  # a few rules
+        rules = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+    return json.dumps({"code": _code_hash(), "inputs": versions, "rules": rules}, sort_keys=True)
+
+
+def _last_fingerprint(spark: SparkSession, table: Table, settings: Settings) -> str | None:
+    """The fingerprint of the latest analyze write of a table (OPTIMIZE commits carry none)."""
+    import json
+
+    from delta.tables import DeltaTable
+
+    path = table.path(settings)
+    if not DeltaTable.isDeltaTable(spark, path):
+        return None
+    history = DeltaTable.forPath(spark, path).history(20).where("userMetadata IS NOT NULL")
+    for row in history.select("userMetadata").collect():  # bounded: 20 commits
+        try:
+            value = json.loads(row[0]).get(FINGERPRINT_KEY)
+        except (ValueError, AttributeError):
+            continue
+        if value:
+            return str(value)
+    return None
+
+
+def analyze(
+    spark: SparkSession,
+    settings: Settings | None = None,
+    groups: Sequence[str] | None = None,
+    skip_current: bool = False,
+) -> dict[str, int]:
+    """Recompute the gold tables of ``groups`` (all by default); returns rows per table.
+
+    ``skip_current``: leave a group alone when every one of its tables was last written from
+    the inputs it would read now (same code, same input table versions, same rules: see
+    :func:`fingerprint`); Airflow's runs use it, so the daily run and a catch-up run after
+    nothing changed cost a few Delta log reads instead of the whole group. Skipped groups are
+    absent from the returned counts."""
+    import json
+
+    settings = settings or get_settings()
+    counts: dict[str, int] = {}
+    for group in groups or GROUPS:
+        tables = {t.full_name: t for t in _group_tables(group)}
+        for table in tables.values():  # every table exists, empty until its data suffices
+            table.ensure(spark, settings)
+        fp = fingerprint(spark, group, settings)
+        written = [t for t in tables.values() if t.full_name != "gold.network_model_runs"]
+        if skip_current and all(_last_fingerprint(spark, t, settings) == fp for t in written):
+            log.warning("gold group %s is current (inputs unchanged): not recomputed", group)
+            continue
+        meta = json.dumps({FINGERPRINT_KEY: fp})
+        for name, df in _frames(spark, group, settings).items():
+            table = tables[name]
+            table.ensure(spark, settings)
+            (
+                table.conform(df)
+                .write.format("delta")
+                .mode("overwrite")
+                .option("overwriteSchema", "false")
+                .option("userMetadata", meta)
+                .save(table.path(settings))
+            )
+            counts[name] = spark.read.format("delta").load(table.path(settings)).count()
+            log.info("gold %s: %d rows", name, counts[name])
+    return counts

@@ -1,0 +1,568 @@
+"""``make bench``: speed and memory figures, each reported against a reference measured in the
+same run (never as absolute targets inside unit tests).
+
+Stages (``--only`` picks some):
+
+- ``simulate``: simulator rate (jobs/s and records/s with node and network samples) at two sizes,
+  and the simulator's peak memory at both (it streams: memory must stay flat).
+- ``publish``: ``gridlake publish`` rate against Kafka's own ``ProducerPerformance`` tool sending
+  the same payloads with the same producer settings, ratio (target >= 0.7).
+- ``agent``: the node agent's overhead measured as seed 004 measures a collector: a CPU-bound
+  workload run repeatedly without and with the agent sampling every 10 s (blocks ABAB), mean and
+  standard deviation of each, ratio to baseline (target < 1%).
+- ``silver``: refine day 1 into empty silver tables and day 2 after it (node samples, jobs and
+  ``silver.job_node_features``, as ``gridlake refine`` does), bulk-load days 3-30 as copies of
+  days 1-2 (30 days of history: 30 M jobs at the full scale), refine day 31 into it;
+  the day-31 / day-1 time ratio (target <= 1.3) and the peak driver memory.
+- ``gold``: every gold table of the efficiency issue, and the CPU speed-factor fit, on a grid of
+  N jobs and one of 10 N (hundreds of CPU models, tens of thousands of tasks): wall time, fit
+  iterations, ratio (targets < 8x and < 10x), peak driver memory (speed factors: flat).
+- ``network``: a simulated day and week of one-minute perfSONAR latency results between all
+  directed pairs of S sites (full: 100 sites, 9,900 paths, ~100 M results a week): bronze ->
+  silver refine, then gold.network_link_status and gold.network_cost_matrix; wall time, peak
+  memory, week / day ratio (target < 9x for 7x the data).
+- ``serving``: every chart of every dashboard through Superset's chart-data API over a synthetic
+  year of gold for a 100-site grid, p50/p95 per dashboard (target p95 < 2 s), and the same SQL in
+  DuckDB over the same Delta files (``gridlake.ops.bench_serving``).
+
+Scales: ``small`` (minutes, a smoke check), ``standard`` (the default) and ``full`` (the issues'
+figures: 10 M simulated jobs, 1 M jobs a day into 30 M, gold on 1 M and 10 M; hours on 2 cores).
+The bench uses its own instance (``GRIDLAKE_INSTANCE=bench``, ports + 400), wiped at the start.
+Results: printed, and written to ``$GRIDLAKE_HOME/bench/results-<scale>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from gridlake.settings import REPO_ROOT, get_settings
+
+
+@dataclass(frozen=True)
+class Scale:
+    sim_jobs: int
+    publish_records: int
+    agent_runs: int
+    agent_work_seconds: float
+    day_jobs: int
+    gold_jobs: int  # the small size; the large one is 10x
+    gold_cpu_models: int
+    gold_sites: int
+    net_sites: int
+
+
+SCALES = {
+    "small": Scale(50_000, 100_000, 6, 2.0, 3_000, 20_000, 40, 12, 8),
+    "standard": Scale(500_000, 500_000, 10, 3.0, 20_000, 100_000, 100, 24, 20),
+    "full": Scale(10_000_000, 1_000_000, 20, 3.0, 1_000_000, 1_000_000, 200, 40, 100),
+}
+INFRA = REPO_ROOT / "infra"
+
+
+def _infra(script: str, action: str) -> None:
+    subprocess.run(["bash", str(INFRA / script), action], check=True, stdout=subprocess.DEVNULL)
+
+
+@contextmanager
+def _services(names: tuple[str, ...]) -> Iterator[None]:
+    started = []
+    try:
+        for name in names:
+            _infra(f"{name}.sh", "start")
+            started.append(name)
+        yield
+    finally:
+        for name in reversed(started):
+            _infra(f"{name}.sh", "stop")
+
+
+def _peak_reset(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/clear_refs").write_text("5")  # resets VmHWM (peak RSS)
+
+
+def _peak_mb(pid: int) -> float | None:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    m = re.search(r"VmHWM:\s+(\d+) kB", text)
+    return round(int(m.group(1)) / 1024, 1) if m else None
+
+
+def _simulate(out: Path, jobs: int, days: int, start: date, **kw: Any) -> tuple[float, float, dict]:
+    """Run the simulator in a child process; (seconds, peak RSS MB, truth counts)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    args = [sys.executable, "-m", "gridlake.ops.cli", "simulate", "--out", str(out), "--quiet",
+            "--jobs", str(jobs), "--days", str(days), "--start", start.isoformat()]  # fmt: skip
+    for k, v in kw.items():
+        args += [f"--{k.replace('_', '-')}", str(v)]
+    t0 = time.perf_counter()
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    truth = json.loads((out / "truth.json").read_text())
+    # ru_maxrss of children is the max over all children so far: report it only when it grew
+    return seconds, round(max(peak, before) / 1024, 1), truth["counts"]
+
+
+def bench_simulate(scale: Scale, work: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for label, n in (("small", scale.sim_jobs // 10), ("large", scale.sim_jobs)):
+        folder = work / f"sim-{label}"
+        seconds, peak, counts = _simulate(folder, n, 7, date(2026, 9, 7))
+        records = counts.get("jobs", 0) + counts.get("nodes", 0) + counts.get("network", 0)
+        out[label] = {
+            "jobs": counts.get("jobs", 0),
+            "node_samples": counts.get("nodes", 0),
+            "network_results": counts.get("network", 0),
+            "seconds": round(seconds, 1),
+            "jobs_per_second": round(counts.get("jobs", 0) / seconds),
+            "records_per_second": round(records / seconds),
+            "peak_rss_mb": peak,
+        }
+        shutil.rmtree(folder, ignore_errors=True) if label == "large" else None
+    out["peak_rss_ratio_large_vs_small"] = round(
+        out["large"]["peak_rss_mb"] / max(out["small"]["peak_rss_mb"], 1e-9), 2
+    )
+    return out
+
+
+def _producer_performance(path: Path, n: int) -> float:
+    settings = get_settings()
+    libs = settings.home / "kafka" / "libs"
+    cmd = [
+        "java", "-cp", f"{libs}/*", "org.apache.kafka.tools.ProducerPerformance",
+        "--topic", "grid.jobs", "--num-records", str(n), "--payload-file", str(path),
+        "--throughput", "-1", "--producer-props", f"bootstrap.servers={settings.kafka_bootstrap}",
+        "acks=all", "enable.idempotence=true", "linger.ms=20", "compression.type=lz4",
+    ]  # fmt: skip
+    text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", text)
+    if not m:
+        raise RuntimeError(f"ProducerPerformance printed no summary:\n{text[-2000:]}")
+    return float(m[-1][1])
+
+
+def bench_publish(scale: Scale, work: Path) -> dict[str, Any]:
+    from gridlake.sources.publish import publish_files
+
+    sim = work / "sim-small" / "jobs.jsonl"
+    if not sim.exists():
+        _simulate(work / "sim-small", max(scale.sim_jobs // 10, 10_000), 7, date(2026, 9, 7))
+    lines = [x for x in sim.read_text().splitlines() if x.strip()]
+    payload = work / "publish.jsonl"
+    with payload.open("w") as fh:
+        for i in range(scale.publish_records):
+            fh.write(lines[i % len(lines)] + "\n")
+    reference = _producer_performance(payload, scale.publish_records)
+    t0 = time.perf_counter()
+    report = publish_files("grid.jobs", [payload], progress=False)
+    seconds = time.perf_counter() - t0
+    ours = report.published / seconds
+    return {
+        "records": report.published,
+        "gridlake_publish_msg_per_s": round(ours),
+        "kafka_producer_performance_msg_per_s": round(reference),
+        "ratio": round(ours / reference, 3),
+        "target": ">= 0.7",
+    }
+
+
+WORKLOAD = (  # CPU-bound: repeated SHA-256 over 4 KiB
+    "import sys,hashlib\nb=b'x'*4096\nn=int(sys.argv[1])\n"
+    "for _ in range(n): b=hashlib.sha256(b).digest()*128\n"
+)
+
+
+def _calibrate(seconds: float) -> int:
+    n = 20_000
+    while True:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", WORKLOAD, str(n)], check=True)
+        dt = time.perf_counter() - t0
+        if dt > 0.5:
+            return int(n * seconds / dt)
+        n *= 4
+
+
+def _timed_runs(n_iter: int, runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", WORKLOAD, str(n_iter)], check=True)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def bench_agent(scale: Scale, work: Path, interval: float = 10.0) -> dict[str, Any]:
+    n_iter = _calibrate(scale.agent_work_seconds)
+    base: list[float] = []
+    with_agent: list[float] = []
+    half = max(1, scale.agent_runs // 2)
+    for _block in range(2):  # ABAB against drift of a shared machine
+        base += _timed_runs(n_iter, half)
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "gridlake.ops.cli", "agent", "--site", "BENCH", "--host",
+             "bench.local", "--interval", str(interval), "--spool", str(work / "agent.spool")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(2)  # started and connected
+        try:
+            with_agent += _timed_runs(n_iter, half)
+        finally:
+            agent.terminate()
+            agent.wait(60)
+    mb, sb = statistics.mean(base), statistics.stdev(base)
+    ma, sa = statistics.mean(with_agent), statistics.stdev(with_agent)
+    return {
+        "interval_seconds": interval,
+        "runs_per_arm": len(base),
+        "baseline_mean_s": round(mb, 4),
+        "baseline_sd_s": round(sb, 4),
+        "with_agent_mean_s": round(ma, 4),
+        "with_agent_sd_s": round(sa, 4),
+        "overhead_ratio": round(ma / mb - 1, 4),
+        "overhead_ratio_sd": round((ma / mb) * ((sa / ma) ** 2 + (sb / mb) ** 2) ** 0.5, 4),
+        "target": "< 0.01",
+    }
+
+
+def _spark():  # noqa: ANN202
+    from gridlake.spark import get_spark
+
+    return get_spark(app_name="gridlake-bench")
+
+
+def _jvm_pid(spark: Any) -> int:
+    return int(spark._jvm.java.lang.ProcessHandle.current().pid())
+
+
+def _timed(fn: Callable[[], Any], pids: list[int]) -> tuple[float, dict[str, float | None]]:
+    for p in pids:
+        _peak_reset(p)
+    t0 = time.perf_counter()
+    fn()
+    seconds = time.perf_counter() - t0
+    return seconds, {str(p): _peak_mb(p) for p in pids}
+
+
+def _load_bronze(spark: Any, path: str, name: str, day_col: str, days: list[date]) -> None:
+    """Append the records of ``days`` to bronze.<name>, as ``gridlake ingest`` would have."""
+    from pyspark.sql import functions as F
+
+    from gridlake.catalog import BRONZE
+    from gridlake.silver.files import bronze_from_jsonl
+
+    table = BRONZE[name]
+    table.ensure(spark)
+    df = bronze_from_jsonl(spark, path, name)
+    day = F.to_date(F.get_json_object("value", f"$.{day_col}"))
+    rows = (
+        df.filter(day.isin(*days))
+        .withColumn("ingested_at", F.current_timestamp())
+        .withColumn("ingest_date", F.current_date())
+    )
+    table.conform(rows).write.format("delta").mode("append").save(table.path())
+
+
+def _seed_history(spark: Any, source_days: list[date], copies: int) -> dict[str, int]:
+    """Silver history as copies of the refined ``source_days``: copy k moves every timestamp
+    by k x len(source_days) days and gives job ids a suffix, so the copies fill the days after
+    the source ones. A bulk load of history (not a refine: its time is reported on its own);
+    rows per table after it. One append per copy and table, each reading the table as it was
+    before the load (a single plan for all copies ran out of execution memory at the full
+    scale: 28 M jobs and their node samples in one write)."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    from gridlake.catalog import (
+        SILVER_JOB_NODE_FEATURES,
+        SILVER_JOBS,
+        SILVER_NODE_DISK_SAMPLES,
+        SILVER_NODE_SAMPLES,
+    )
+
+    span = len(source_days)
+    plans = (
+        (SILVER_JOBS, "end_time", ("submit_time", "start_time", "end_time"),
+         lambda k: {"job_id": F.concat("job_id", F.lit(f"-h{k}")),
+                    "retry_of": F.concat("retry_of", F.lit(f"-h{k}")),
+                    "week": F.to_date(F.date_trunc("week", "end_time"))}),
+        (SILVER_JOB_NODE_FEATURES, "end_time", ("start_time", "end_time"),
+         lambda k: {"job_id": F.concat("job_id", F.lit(f"-h{k}")),
+                    "week": F.to_date(F.date_trunc("week", "end_time"))}),
+        (SILVER_NODE_SAMPLES, "ts", ("ts",), lambda k: {"sample_date": F.to_date("ts")}),
+        (SILVER_NODE_DISK_SAMPLES, "ts", ("ts",), lambda k: {"sample_date": F.to_date("ts")}),
+    )  # fmt: skip
+    rows: dict[str, int] = {}
+    for table, day_col, times, derived in plans:
+        path = table.path()
+        version = DeltaTable.forPath(spark, path).history(1).select("version").first()[0]
+        src = spark.read.format("delta").option("versionAsOf", version).load(path)
+        src = src.filter(F.to_date(day_col).isin(*source_days))
+        for k in range(1, copies + 1):
+            shift = F.expr(f"make_dt_interval({k * span})")
+            df = src
+            for c in times:
+                df = df.withColumn(c, F.col(c) + shift)
+            for c, expr in derived(k).items():
+                df = df.withColumn(c, expr)
+            table.conform(df).write.format("delta").mode("append").save(path)
+        rows[table.full_name] = spark.read.format("delta").load(path).count()
+    return rows
+
+
+def bench_silver(scale: Scale, work: Path) -> dict[str, Any]:
+    """Refine day 1 into empty silver tables and day 2 after it; then 28 days of history (days
+    3-30) loaded in bulk as copies of days 1 and 2 (refining them one by one would take a day
+    on 2 cores at the full scale and measure nothing more); then refine day 31 into that history.
+    Days 1-2 and day 31 are two simulations (different seeds, so different job ids), run side
+    by side; every refined day goes Kafka-format JSON -> bronze -> silver with the quality gate."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gridlake.silver.refine import refine, refresh_job_node_features
+
+    start = date(2026, 7, 6)
+    first, last = work / "sim-silver-days-1-2", work / "sim-silver-day-31"
+    day_31 = start + timedelta(days=30)
+    # node samples grow with the grid: 2 monitored hosts a site at the small scale, 100 at full
+    monitored = max(2, scale.day_jobs // 10_000)
+    kw = {"node_interval": 300, "latency_interval": 3600, "monitored_hosts": monitored}
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        sims = [
+            pool.submit(_simulate, first, scale.day_jobs * 2, 2, start, **kw),
+            pool.submit(_simulate, last, scale.day_jobs, 1, day_31, seed=31, **kw),
+        ]
+        counts = [f.result()[2] for f in sims]
+    out: dict[str, Any] = {
+        "jobs_per_day": scale.day_jobs,
+        "monitored_hosts_per_site": monitored,
+        "simulated": {"days_1_2": counts[0], "day_31": counts[1]},
+        "simulate_seconds": round(time.perf_counter() - t0, 1),
+    }
+    spark = _spark()
+    pids = [os.getpid(), _jvm_pid(spark)]
+
+    def load_and_refine(folder: Path, chunk: list[date]) -> None:
+        _load_bronze(spark, str(folder / "jobs.jsonl"), "jobs", "end_time", chunk)
+        _load_bronze(spark, str(folder / "nodes.jsonl"), "nodes", "ts", chunk)
+        # as `gridlake refine` does it (and the grid_ingest DAG): node samples first, then jobs,
+        # then the features of the jobs either touched
+        refine(spark, "nodes")
+        refine(spark, "jobs")
+        refresh_job_node_features(spark)
+
+    def timed(label: str, fn: Callable[[], Any]) -> Any:
+        result: list[Any] = []
+        seconds, peaks = _timed(lambda: result.append(fn()), pids)
+        out[label] = {"seconds": round(seconds, 1), "peak_rss_mb": peaks}
+        print(f"   {label}: {seconds:.1f} s", file=sys.stderr, flush=True)
+        return result[0]
+
+    days = [start, start + timedelta(days=1)]
+    timed("day_1", lambda: load_and_refine(first, days[:1]))
+    timed("day_2", lambda: load_and_refine(first, days[1:]))
+    rows = timed("history_days_3_30", lambda: _seed_history(spark, days, 14))
+    out["history_days_3_30"]["rows_after"] = rows  # what day 31 is refined into
+    timed("day_31", lambda: load_and_refine(last, [day_31]))
+    out["ratio_day31_vs_day1"] = round(out["day_31"]["seconds"] / out["day_1"]["seconds"], 3)
+    out["ratio_day31_vs_day2"] = round(out["day_31"]["seconds"] / out["day_2"]["seconds"], 3)
+    out["driver_peak_rss_mb"] = max(
+        (v for k in ("day_1", "day_2", "day_31") for v in out[k]["peak_rss_mb"].values() if v),
+        default=None,
+    )
+    out["target"] = "day31/day1 <= 1.3"
+    spark.stop()
+    shutil.rmtree(first, ignore_errors=True)
+    shutil.rmtree(last, ignore_errors=True)
+    return out
+
+
+def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    from gridlake.gold.analyze import gold_frames
+    from gridlake.silver.files import silver_jobs_from_jsonl
+
+    spark = _spark()
+    pids = [os.getpid(), _jvm_pid(spark)]
+    out: dict[str, Any] = {}
+    root = get_settings().storage_root.rstrip("/") + "/bench"
+    groups = {"efficiency": ("site_efficiency", "efficiency"), "speed_factors": ("speed_factors",)}
+    for label, n in (("n", scale.gold_jobs), ("10n", 10 * scale.gold_jobs)):
+        folder = work / f"sim-gold-{label}"
+        _simulate(folder, n, 7, date(2026, 8, 3), monitored_hosts=0, latency_interval=86400,
+                  cpu_models=scale.gold_cpu_models, sites=scale.gold_sites)  # fmt: skip
+        silver_path = f"{root}/silver_jobs_{label}"
+        silver_jobs_from_jsonl(spark, str(folder / "jobs.jsonl")).write.format("delta").mode(
+            "overwrite"
+        ).save(silver_path)
+        shutil.rmtree(folder, ignore_errors=True)
+        jobs = spark.read.format("delta").load(silver_path)
+        sizes = jobs.agg(
+            F.count(F.lit(1)).alias("jobs"),
+            F.countDistinct("cpu_model").alias("cpu_models"),
+            F.countDistinct("task_id").alias("tasks"),
+        ).first()
+
+        def run_all(name: str, jobs: Any = jobs, label: str = label) -> None:
+            for group in groups[name]:
+                for table, df in gold_frames(jobs, group).items():
+                    df.write.format("delta").mode("overwrite").save(f"{root}/{label}/{table}")
+
+        for name in groups:
+            seconds, peaks = _timed(lambda g=name: run_all(g), pids)
+            out.setdefault(name, {})[label] = {
+                **sizes.asDict(), "seconds": round(seconds, 1), "peak_rss_mb": peaks,
+            }  # fmt: skip
+        fit = (
+            spark.read.format("delta")
+            .load(f"{root}/{label}/gold.cpu_speed_factors")
+            .agg(F.max("iterations").alias("iterations"), F.min("converged").alias("converged"))
+            .first()
+        )
+        out["speed_factors"][label].update(fit.asDict())
+    for name, target in (("efficiency", "< 8"), ("speed_factors", "< 10")):
+        g = out[name]
+        g["ratio_10n_vs_n"] = round(g["10n"]["seconds"] / g["n"]["seconds"], 2)
+        g["target"] = target
+    spark.stop()
+    return out
+
+
+def _reset_network(spark: Any) -> None:
+    """Empty bronze.network and silver.network and forget refine's checkpoint."""
+    from gridlake.catalog import BRONZE, SILVER_NETWORK
+
+    settings = get_settings()
+    for table in (BRONZE["network"], SILVER_NETWORK):
+        spark.sql(f"DROP TABLE IF EXISTS {table.full_name}")
+        shutil.rmtree(table.path(settings), ignore_errors=True)
+    shutil.rmtree(f"{settings.checkpoint_root}/silver_network", ignore_errors=True)
+
+
+def bench_network(scale: Scale, work: Path) -> dict[str, Any]:
+    from gridlake.catalog import SILVER_NETWORK
+    from gridlake.gold import network
+    from gridlake.silver.refine import refine
+
+    start = date(2026, 7, 6)
+    folder = work / "sim-network"
+    seconds, _, counts = _simulate(folder, 200, 7, start, sites=scale.net_sites, cpu_models=3,
+                                   monitored_hosts=0, latency_interval=60)  # fmt: skip
+    spark = _spark()
+    pids = [os.getpid(), _jvm_pid(spark)]
+    settings = get_settings()
+    root = settings.storage_root.rstrip("/") + "/bench"
+    paths = scale.net_sites * (scale.net_sites - 1)
+    out: dict[str, Any] = {"sites": scale.net_sites, "paths": paths,
+                           "simulated_results": counts.get("network", 0),
+                           "simulate_seconds": round(seconds, 1)}  # fmt: skip
+    for label, days in (("day", 1), ("week", 7)):
+        _reset_network(spark)
+        chunk = [start + timedelta(days=i) for i in range(days)]
+        _load_bronze(spark, str(folder / "network.jsonl"), "network", "ts", chunk)
+
+        def run(label: str = label) -> None:
+            refine(spark, "network")
+            silver = spark.read.format("delta").load(SILVER_NETWORK.path(settings))
+            status = network.network_link_status(silver).localCheckpoint()
+            status.write.format("delta").mode("overwrite").save(f"{root}/{label}/link_status")
+            cost = network.network_cost_matrix(silver, status)
+            cost.write.format("delta").mode("overwrite").save(f"{root}/{label}/cost_matrix")
+
+        seconds, peaks = _timed(run, pids)
+        rows = spark.read.format("delta").load(SILVER_NETWORK.path(settings)).count()
+        out[label] = {"silver_rows": rows, "seconds": round(seconds, 1), "peak_rss_mb": peaks}
+    out["ratio_week_vs_day"] = round(out["week"]["seconds"] / out["day"]["seconds"], 2)
+    out["data_ratio"] = round(out["week"]["silver_rows"] / out["day"]["silver_rows"], 2)
+    out["target"] = "< 9"
+    shutil.rmtree(folder, ignore_errors=True)
+    spark.stop()
+    return out
+
+
+def _bench_serving(scale: Scale, work: Path) -> dict[str, Any]:
+    from gridlake.ops.bench_serving import bench_serving
+
+    return bench_serving(next((k for k, v in SCALES.items() if v == scale), "standard"), work)
+
+
+STAGES: dict[str, Callable[[Scale, Path], dict[str, Any]]] = {
+    "simulate": bench_simulate,
+    "publish": bench_publish,
+    "agent": bench_agent,
+    "silver": bench_silver,
+    "gold": bench_gold,
+    "network": bench_network,
+    "serving": _bench_serving,
+}
+NEEDS = {
+    "publish": ("kafka",),
+    "agent": ("kafka",),
+    "silver": ("derby",),
+    "gold": ("derby",),
+    "network": ("derby",),
+    "serving": ("derby",),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="gridlake-bench", description=__doc__)
+    p.add_argument(
+        "--scale", choices=sorted(SCALES), default=os.environ.get("BENCH_SCALE", "standard")
+    )
+    p.add_argument("--only", help="comma-separated stages: " + ",".join(STAGES))
+    args = p.parse_args(argv)
+    settings = get_settings()
+    if not settings.instance.startswith("bench"):
+        raise SystemExit(
+            "run through `make bench` (GRIDLAKE_INSTANCE=bench*, GRIDLAKE_PORT_OFFSET)"
+        )
+    # results live outside the bench instance's state (wiped below); stages run earlier at the
+    # same scale are kept, so one stage can be re-measured without losing the others
+    out = settings.home / "bench-results" / f"results-{args.scale}.json"
+    shutil.rmtree(settings.state, ignore_errors=True)
+    settings.state.mkdir(parents=True, exist_ok=True)
+    scale = SCALES[args.scale]
+    stages = args.only.split(",") if args.only else list(STAGES)
+    services = tuple(dict.fromkeys(s for st in stages for s in NEEDS.get(st, ())))
+    results: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
+    results.update({"scale": args.scale, "scale_parameters": scale.__dict__,
+                    "machine": {"cpus": os.cpu_count()}})  # fmt: skip
+    with tempfile.TemporaryDirectory(dir=settings.state) as tmp, _services(services):
+        for stage in stages:
+            print(f"== {stage}", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            results[stage] = STAGES[stage](scale, Path(tmp))
+            results[stage]["stage_seconds"] = round(time.perf_counter() - t0, 1)
+            results[stage]["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            results[stage]["load_average_1m"] = round(os.getloadavg()[0], 2)
+            print(json.dumps({stage: results[stage]}, indent=2), flush=True)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(results, indent=2) + "\n")  # after each stage
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,668 @@
+"""The ``gridlake`` command line: thin wrappers that read settings, call a job, print a summary."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from gridlake.settings import TOPICS, get_settings
+
+GOLD_GROUPS = (
+    "site_efficiency",
+    "efficiency",
+    "speed_factors",
+    "io_signatures",
+    "network",
+    "site_efficiency_monthly",
+    "cost",
+    "serving",
+)
+
+
+def _spark():  # noqa: ANN202
+    from gridlake.spark import get_spark
+
+    return get_spark()
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from gridlake.bronze.ingest import ingest
+
+    inputs = tuple(args.inputs.split(",")) if args.inputs else tuple(TOPICS)
+    for r in ingest(_spark(), inputs, max_offsets_per_trigger=args.max_offsets):
+        print(f"bronze <- {r.topic}: {r.rows} records in {r.batches} batches")
+    return 0
+
+
+def cmd_refine(args: argparse.Namespace) -> int:
+    from gridlake.quality import QualityGateError
+    from gridlake.silver.refine import FEATURE_INPUTS, SPECS, refine, refresh_job_node_features
+
+    inputs = args.inputs.split(",") if args.inputs else list(SPECS)
+    unknown = [name for name in inputs if name not in SPECS]
+    if unknown:
+        print(f"unknown input(s) {', '.join(unknown)}; one of {', '.join(SPECS)}", file=sys.stderr)
+        return 2
+    spark = _spark()
+    bronze_rows = 0
+    for name in inputs:
+        try:
+            s = refine(spark, name, accept_volume_drop=args.accept_volume_drop)
+        except QualityGateError as exc:
+            print(f"refine {name} FAILED: {exc}", file=sys.stderr)
+            return 3
+        except Exception as exc:  # Spark wraps errors raised inside foreachBatch
+            if "quality gate failed" in str(exc):
+                msg = str(exc)[str(exc).find("quality gate failed") :].splitlines()[0]
+                print(f"refine {name} FAILED: {msg}", file=sys.stderr)
+                return 3
+            raise
+        print(
+            f"silver.{name} <- {s.bronze_rows} bronze records in {s.batches} batches: "
+            f"{s.clean_rows} clean, {s.duplicate_rows} duplicates absorbed, "
+            f"{s.quarantined_rows} quarantined"
+        )
+        bronze_rows += s.bronze_rows
+    if any(name in FEATURE_INPUTS for name in inputs):
+        f = refresh_job_node_features(spark)
+        print(
+            f"silver.job_node_features <- {len(f.batches)} refine batches (weeks "
+            f"{', '.join(f.weeks) or '-'}): {f.inserted} jobs inserted, {f.updated} updated"
+        )
+    if bronze_rows == 0 and args.idle_exit_code is not None:
+        # Airflow skips a task that exits with this code: no asset event, no analytics run.
+        print(f"nothing new in bronze for {', '.join(inputs)}: exit {args.idle_exit_code}")
+        return int(args.idle_exit_code)
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from gridlake.gold.analyze import analyze
+    from gridlake.serving.views import ensure_views
+
+    groups = args.only.split(",") if args.only else None
+    spark = _spark()
+    written = analyze(spark, groups=groups, skip_current=args.skip_current)
+    if args.skip_current:
+        from gridlake.gold.analyze import GROUPS, _group_tables
+
+        for group in groups or GROUPS:
+            if not any(t.full_name in written for t in _group_tables(group)):
+                print(f"gold group {group} is current (inputs unchanged since its last run)")
+    for table, rows in written.items():
+        print(f"{table}: {rows} rows")
+    for view in ensure_views(spark, written):
+        print(f"view {view} created")
+    return 0
+
+
+def _f3(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def cmd_train_network(args: argparse.Namespace) -> int:
+    from gridlake.gold.analyze import train_network
+
+    models = args.models.split(",") if args.models else None
+    rows = train_network(_spark(), args.labels, model_types=models, n_held_out=args.held_out)
+    for r in rows.orderBy("scope", "model_type").collect():
+        where = f" {r.held_out_src_site}->{r.held_out_dst_site}" if r.held_out_src_site else ""
+        print(
+            f"{r.run_id[:8]} {r.model_type:4} {r.scope:14}{where}: mse {_f3(r.mse)} "
+            f"auc {_f3(r.auc)} (filter {_f3(r.empirical_auc)}) precision {_f3(r.precision)} "
+            f"recall {_f3(r.recall)}{'  <- selected' if r.selected and r.scope == 'final' else ''}"
+        )
+    print("model saved; the next `gridlake analyze --only network` fills p_util_over_70_next")
+    return 0
+
+
+def cmd_whatif(args: argparse.Namespace) -> int:
+    """Cost of last month's work under a scenario; reads the warehouse, never writes."""
+    from gridlake.gold.whatif import load_scenario, whatif
+
+    try:
+        scenario = load_scenario(Path(args.scenario))
+    except (OSError, ValueError) as exc:
+        print(f"whatif: {exc}", file=sys.stderr)
+        return 2
+    from gridlake.gold.cost import GOLD_SITE_WORKFLOW_COST
+    from gridlake.gold.efficiency import GOLD_JOB_LENGTH_ADVICE
+    from gridlake.gold.speed_factors import GOLD_CPU_SPEED_FACTORS
+
+    spark = _spark()
+    settings = get_settings()
+
+    def read(table):  # noqa: ANN001, ANN202
+        path = table.path(settings)
+        try:
+            return spark.read.format("delta").load(path)
+        except Exception as exc:  # AnalysisException: not a Delta table / path missing
+            raise ValueError(
+                f"{table.full_name} not found at {path}: run gridlake analyze"
+            ) from exc
+
+    try:
+        costs = read(GOLD_SITE_WORKFLOW_COST)
+        kinds = {type(c).__name__ for c in scenario.changes}
+        factors = read(GOLD_CPU_SPEED_FACTORS) if kinds & {"ReplaceCpus", "CloudSite"} else None
+        advice = read(GOLD_JOB_LENGTH_ADVICE) if "JobLength" in kinds else None
+        result = whatif(costs, scenario, factors, advice, weeks=args.weeks)
+    except ValueError as exc:
+        print(f"whatif: {exc}", file=sys.stderr)
+        return 2
+    print(result.report(scenario.name))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Weekly site reports, the grid summary and the index (HTML and PDF)."""
+    from gridlake.serving.report import (
+        NoGoldDataError,
+        build_reports,
+        ensure_views,
+        parse_week,
+        report_dir,
+        week_label,
+        week_sites,
+    )
+
+    try:
+        week = parse_week(args.week) if args.week else _week_start(None)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    everything = not (args.site or args.all_sites or args.summary)
+    spark = _spark()
+    ensure_views(spark)
+    try:
+        sites = args.site or (week_sites(spark, week) if args.all_sites or everything else [])
+        files = build_reports(
+            spark,
+            week,
+            sites,
+            summary=args.summary or everything,
+            pdf=not args.no_pdf,
+            progress=not args.quiet,
+        )
+    except NoGoldDataError as exc:
+        print(f"report {week_label(week)} FAILED: {exc}", file=sys.stderr)
+        return 3
+    print(f"{len(files)} files for {week_label(week)} in {report_dir(week)}")
+    for f in files:
+        print(f"  {f.name}")
+    return 0
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    """Delta OPTIMIZE and VACUUM of every table (or --tables)."""
+    from gridlake.ops.maintain import maintain, maintained_tables
+
+    both = not (args.optimize or args.vacuum)
+    known = {t.full_name: t for t in maintained_tables()}
+    names = args.tables.split(",") if args.tables else list(known)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"unknown table(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    try:
+        results = maintain(
+            _spark(),
+            [known[n] for n in names],
+            optimize=args.optimize or both,
+            vacuum=args.vacuum or both,
+            retain_hours=args.retain_hours,
+        )
+        failed = 0
+        t0 = time.monotonic()
+        for r in results:
+            seconds, t0 = time.monotonic() - t0, time.monotonic()
+            if r.error:
+                failed += 1
+                print(f"{r.table}: FAILED {r.error}", file=sys.stderr)
+            else:
+                mode = f", VACUUM {r.vacuum_mode.upper()}" if r.vacuum_mode else ""
+                print(
+                    f"{r.table}: {r.files_before} -> {r.files_after} files "
+                    f"({r.files_compacted} compacted, {r.files_vacuumed} vacuumed{mode}; "
+                    f"{seconds:.1f} s)"
+                )
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return 1 if failed else 0
+
+
+def cmd_quality_docs(args: argparse.Namespace) -> int:
+    """great_expectations Data Docs from the table checks and the kept gate results."""
+    from gridlake.serving.quality_docs import build_quality_docs
+
+    docs = build_quality_docs(_spark(), keep_batches=args.keep_batches)
+    print(
+        f"Data Docs: {docs.suites} expectation suites, {docs.validations} validation results"
+        + (
+            f" ({docs.skipped_results} results of retired checks left out)"
+            if docs.skipped_results
+            else ""
+        )
+        + f"\n  {docs.index}"
+    )
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    """The README's table reference and the grid views' SQL files, from the Table definitions."""
+    from gridlake.ops.orchestration import MANIFEST_PATH, render_manifest, write_manifest
+    from gridlake.serving.docs import BEGIN, END, render, update_readme
+    from gridlake.serving.views import VIEW_DIR, render_view, view_sources, write_view_files
+    from gridlake.settings import REPO_ROOT
+
+    if args.check:
+        text = (REPO_ROOT / "README.md").read_text()
+        current = BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END if BEGIN in text else ""
+        stale = [] if current == render() else ["README.md table reference"]
+        wanted = {f"{t.name}.sql": render_view(t) for t in view_sources()}
+        files = {p.name: p.read_text() for p in VIEW_DIR.glob("*.sql")}
+        stale += [f"sql/grid/{n}" for n in sorted(set(wanted) | set(files))
+                  if wanted.get(n) != files.get(n)]  # fmt: skip
+        stale += _stale_assets()
+        if not MANIFEST_PATH.is_file() or MANIFEST_PATH.read_text() != render_manifest():
+            stale.append(f"dags/{MANIFEST_PATH.name}")
+        if stale:
+            print(f"stale: {', '.join(stale)}: run `gridlake docs`", file=sys.stderr)
+            return 1
+        print("README table reference, sql/grid views, superset/assets, DAG manifest: current")
+        return 0
+    print("README.md updated" if update_readme() else "README.md already current")
+    changed = write_view_files()
+    print(f"sql/grid: {len(changed)} view files written or removed")
+    # the dataset YAML carries the views' columns and comments
+    from gridlake.serving.superset_assets import write_assets
+
+    print(f"superset/assets: {len(write_assets())} YAML files written or removed")
+    print(f"dags/{MANIFEST_PATH.name} " + ("updated" if write_manifest() else "already current"))
+    return 0
+
+
+def _stale_assets() -> list[str]:
+    from gridlake.serving.superset_assets import ASSETS_DIR, render_assets
+
+    wanted = render_assets()
+    files = {
+        p.relative_to(ASSETS_DIR).as_posix(): p.read_text() for p in ASSETS_DIR.rglob("*.yaml")
+    }
+    return [f"superset/assets/{n}" for n in sorted(set(wanted) | set(files))
+            if wanted.get(n) != files.get(n)]  # fmt: skip
+
+
+def cmd_superset(args: argparse.Namespace) -> int:
+    """Superset assets (YAML from the spec) and users (through infra/superset.sh)."""
+    import subprocess
+
+    from gridlake.settings import REPO_ROOT
+
+    if args.action == "assets":
+        if args.check:
+            stale = _stale_assets()
+            if stale:
+                print(f"stale: {', '.join(stale)}: run `gridlake superset assets`", file=sys.stderr)
+                return 1
+            print("superset/assets is current")
+            return 0
+        from gridlake.serving.superset_assets import write_assets
+
+        print(f"superset/assets: {len(write_assets())} YAML files written or removed")
+        return 0
+    # The password never travels on a command line: infra/superset.sh reads it from the
+    # environment (GRIDLAKE_USER_PASSWORD) or generates it into the instance's secrets folder.
+    if args.action == "add-site-user":
+        if not args.site or not args.user:
+            print("usage: gridlake superset add-site-user SITE USER", file=sys.stderr)
+            return 2
+        cmd = ["add-site-user", args.site, args.user]
+    else:
+        if not args.site or args.user:
+            print("usage: gridlake superset add-operator USER", file=sys.stderr)
+            return 2
+        cmd = ["add-operator", args.site]
+    return subprocess.run(["bash", str(REPO_ROOT / "infra" / "superset.sh"), *cmd]).returncode
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from gridlake.sources.publish import publish_files
+
+    if not args.topic and not args.format:
+        print("publish needs --topic (canonical JSON lines) or --format", file=sys.stderr)
+        return 2
+    files = [Path(f) for f in args.files]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        print(f"no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    opts: dict[str, object] = {
+        k: v for k, v in (("site", args.site), ("host", args.host), ("vo", args.vo)) if v
+    }
+    for item in args.opt or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"--opt takes key=value, not {item!r}", file=sys.stderr)
+            return 2
+        opts[key.strip()] = value.strip()
+    try:
+        report = publish_files(
+            args.topic, files, progress=not args.quiet, fmt=args.format, reader_opts=opts
+        )
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    for p in report.problems:
+        print(p, file=sys.stderr)
+    print(
+        f"{report.topic}: {report.published} published, {report.dead_lettered} dead-lettered "
+        f"to {TOPICS['deadletter']}, {report.delivery_errors} delivery errors"
+    )
+    return 0 if report.ok else 1
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from gridlake.serving.sqlcli import run_sql
+
+    run_sql(_spark(), args.query, fmt=args.format, limit=args.limit)
+    return 0
+
+
+def cmd_init(_args: argparse.Namespace) -> int:
+    from gridlake.catalog import ALL_TABLES, ensure_all
+    from gridlake.serving.views import create_views
+
+    spark = _spark()
+    ensure_all(spark)
+    views = create_views(spark)
+    print(f"{len(ALL_TABLES)} tables and {len(views)} views registered")
+    return 0
+
+
+def _week_start(text: str | None) -> date:
+    if not text:
+        today = datetime.now(UTC).date()
+        return today - timedelta(days=today.weekday() + 7)  # the ISO week just ended
+    year, week = text.split("-W")
+    return date.fromisocalendar(int(year), int(week), 1)
+
+
+def cmd_demo_data(args: argparse.Namespace) -> int:
+    from gridlake.sources.demo import generate_week, write_week
+
+    week = generate_week(_week_start(args.week), seed=args.seed)
+    paths = write_week(Path(args.out), week)
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    import time
+
+    from gridlake.sources.simulate import SimConfig, simulate
+
+    start = _week_start(args.start_week) if args.start is None else date.fromisoformat(args.start)
+    config = SimConfig(
+        start=start,
+        days=args.days,
+        sites=args.sites,
+        cpu_models=args.cpu_models,
+        jobs=args.jobs,
+        seed=args.seed,
+        effects=not args.no_effects,
+        monitored_hosts_per_site=args.monitored_hosts,
+        node_interval=args.node_interval,
+        latency_interval=args.latency_interval,
+        bad_share=args.bad_share,
+        resend_share=args.resend_share,
+    )
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    truth = simulate(config, out, progress=not args.quiet)
+    seconds = time.perf_counter() - t0
+    counts = truth["counts"]
+    print(
+        f"simulated {counts.get('jobs', 0)} jobs, {counts.get('nodes', 0)} node samples, "
+        f"{counts.get('network', 0)} network results in {seconds:.1f} s "
+        f"({counts.get('jobs', 0) / max(seconds, 1e-9):.0f} jobs/s) -> {out}"
+    )
+    if args.publish:
+        from gridlake.sources.publish import publish_files
+
+        failed = False
+        for name in ("jobs", "nodes", "network"):
+            report = publish_files(f"grid.{name}", [out / f"{name}.jsonl"], progress=not args.quiet)
+            print(f"{report.topic}: published {report.published}")
+            failed |= not report.ok
+        return 1 if failed else 0
+    return 0
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    from gridlake.sources.agent import main as agent_main
+
+    return agent_main(args)
+
+
+def cmd_formats(_args: argparse.Namespace) -> int:
+    from gridlake.sources.registry import FORMATS
+
+    for name, (topic, reader) in sorted(FORMATS.items()):
+        doc = (reader.__doc__ or "").strip().splitlines()
+        print(f"{name:16} -> {topic:26} {doc[0] if doc else ''}")
+    return 0
+
+
+def cmd_spark_conf(_args: argparse.Namespace) -> int:
+    """Print the settings' Spark configuration as spark-submit arguments (for infra scripts)."""
+    s = get_settings()
+    for key, value in s.spark_conf().items():
+        print(f"--conf\n{key}={value}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gridlake", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("ingest", help="Kafka -> bronze, all topics (exactly once)")
+    s.add_argument("--inputs", help="comma-separated subset of: " + ",".join(TOPICS))
+    s.add_argument("--max-offsets", type=int, default=200_000, help="records per micro-batch")
+    s.set_defaults(func=cmd_ingest)
+
+    s = sub.add_parser("refine", help="bronze -> silver (validate, quarantine, gate, MERGE)")
+    s.add_argument(
+        "--inputs", help="comma-separated subset of: jobs,nodes,network,accounting_summaries"
+    )
+    s.add_argument(
+        "--idle-exit-code",
+        type=int,
+        metavar="N",
+        help="exit N (instead of 0) when bronze held nothing new (Airflow skips the task on 99)",
+    )
+    s.add_argument("--accept-volume-drop", action="store_true",
+                   help="let batches below the volume rule through (a genuine drop)")  # fmt: skip
+    s.set_defaults(func=cmd_refine)
+
+    s = sub.add_parser("analyze", help="silver -> gold tables")
+    s.add_argument(
+        "--only",
+        help="comma-separated groups (default all): " + ",".join(GOLD_GROUPS),
+    )
+    s.add_argument(
+        "--skip-current",
+        action="store_true",
+        default=os.environ.get("GRIDLAKE_ANALYZE_SKIP_CURRENT", "") == "1",
+        help="leave a group whose inputs did not change since its last run (default from "
+        "GRIDLAKE_ANALYZE_SKIP_CURRENT=1, which the Airflow tasks have)",
+    )
+    s.set_defaults(func=cmd_analyze)
+
+    s = sub.add_parser(
+        "train-network", help="train the link-congestion predictor (gold.network_model_runs)"
+    )
+    s.add_argument("--labels", required=True,
+                   help="CSV (src_site,dst_site,ts,utilisation): link utilisation 0-1")  # fmt: skip
+    s.add_argument("--models", help="comma-separated model types (default: mlp,gbt)")
+    s.add_argument("--held-out", type=int, default=3, help="links evaluated leave-one-out")
+    s.set_defaults(func=cmd_train_network)
+    s = sub.add_parser("whatif", help="cost of last month's work under a scenario (read-only)")
+    s.add_argument("scenario", help="scenario YAML (see gridlake.gold.whatif)")
+    s.add_argument("--weeks", type=int, default=4, help="ISO weeks of work (default 4: a month)")
+    s.set_defaults(func=cmd_whatif)
+
+    s = sub.add_parser(
+        "docs", help="regenerate the README table reference, sql/grid views and DAG manifest"
+    )
+    s.add_argument("--check", action="store_true", help="only say whether it is current")
+    s.set_defaults(func=cmd_docs)
+
+    s = sub.add_parser(
+        "superset",
+        help="Superset: write the YAML assets, or add a site user / a read-only operator",
+        description="assets [--check] | add-site-user SITE USER | add-operator USER. The "
+        "password comes from GRIDLAKE_USER_PASSWORD or is generated into "
+        ".gridlake/<instance>/secrets/superset_users/USER.txt (never a command-line argument).",
+    )
+    s.add_argument("action", choices=["assets", "add-site-user", "add-operator"])
+    s.add_argument("site", nargs="?", help="site (add-site-user) or user name (add-operator)")
+    s.add_argument("user", nargs="?", help="user name (add-site-user)")
+    s.add_argument("--check", action="store_true", help="assets: only say whether current")
+    s.set_defaults(func=cmd_superset)
+
+    s = sub.add_parser(
+        "report", help="weekly site reports, grid summary and index (HTML + PDF) of an ISO week"
+    )
+    s.add_argument(
+        "--week", help="ISO week (2026-W46) or a date in it (default: the week just ended)"
+    )
+    s.add_argument("--site", action="append", help="one site (repeatable); default: every site")
+    s.add_argument("--all-sites", action="store_true", help="every site with jobs in the week")
+    s.add_argument("--summary", action="store_true", help="the grid-wide summary and the index")
+    s.add_argument("--no-pdf", action="store_true", help="HTML only")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("maintain", help="Delta OPTIMIZE and VACUUM (retention >= 7 days)")
+    s.add_argument("--optimize", action="store_true", help="only compact (default: both)")
+    s.add_argument("--vacuum", action="store_true", help="only vacuum (default: both)")
+    s.add_argument("--retain-hours", type=float, default=168.0, help="VACUUM retention, >= 168")
+    s.add_argument("--tables", help="comma-separated full names (default: every table)")
+    s.set_defaults(func=cmd_maintain)
+
+    s = sub.add_parser("quality-docs", help="great_expectations Data Docs of the quality checks")
+    s.add_argument("--keep-batches", type=int, default=20, help="latest batches per table")
+    s.set_defaults(func=cmd_quality_docs)
+
+    s = sub.add_parser("publish", help="publish files (canonical JSON lines, or --format FMT)")
+    s.add_argument("--topic", choices=sorted(v for v in TOPICS.values()),
+                   help="target topic (required for canonical JSON lines)")  # fmt: skip
+    s.add_argument("--format", help="source format read by an adapter (see gridlake formats)")
+    s.add_argument("--site", help="site for records whose format lacks it")
+    s.add_argument("--host", help="host for records whose format lacks it")
+    s.add_argument("--vo", help="VO for records whose format lacks it")
+    s.add_argument(
+        "--opt",
+        action="append",
+        metavar="KEY=VALUE",
+        help="adapter option, e.g. start=2026-11-16T00:00:00Z or tz=Europe/Zurich",
+    )
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("files", nargs="+")
+    s.set_defaults(func=cmd_publish)
+
+    s = sub.add_parser("sql", help="run SQL on the warehouse")
+    s.add_argument("query")
+    s.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    s.add_argument("--limit", type=int, default=1000, help="rows printed at most")
+    s.set_defaults(func=cmd_sql)
+
+    s = sub.add_parser("init", help="register every table and view in the metastore")
+    s.set_defaults(func=cmd_init)
+
+    s = sub.add_parser("demo-data", help="write a small simulated week as canonical JSON lines")
+    s.add_argument("--out", required=True)
+    s.add_argument("--week", help="ISO week, e.g. 2026-W46 (default: the week just ended)")
+    s.add_argument("--seed", type=int, default=7)
+    s.set_defaults(func=cmd_demo_data)
+
+    s = sub.add_parser("simulate", help="simulate a grid with planted truth (files or Kafka)")
+    s.add_argument("--out", required=True, help="folder for *.jsonl, truth.json, *_truth.csv")
+    s.add_argument("--start", help="first day, YYYY-MM-DD (default: Monday of --start-week)")
+    s.add_argument("--start-week", help="ISO week, e.g. 2026-W46 (default: the week just ended)")
+    s.add_argument("--days", type=int, default=7)
+    s.add_argument("--sites", type=int, default=8)
+    s.add_argument("--cpu-models", type=int, default=12)
+    s.add_argument("--jobs", type=int, default=20_000, help="first attempts (retries on top)")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--no-effects", action="store_true", help="a clean control grid")
+    s.add_argument("--monitored-hosts", type=int, default=2, help="hosts per site with samples")
+    s.add_argument("--node-interval", type=int, default=60, help="seconds between node samples")
+    s.add_argument("--latency-interval", type=int, default=60, help="seconds between results")
+    s.add_argument("--bad-share", type=float, default=0.0, help="planted bad records share")
+    s.add_argument("--resend-share", type=float, default=0.0, help="re-sent duplicates share")
+    s.add_argument("--publish", action="store_true", help="then publish the files to Kafka")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_simulate)
+
+    s = sub.add_parser("agent", help="sample this node (/proc) and publish grid.nodes records")
+    s.add_argument("--site", required=True, help="grid site of this node")
+    s.add_argument("--host", help="host name (default: this machine's FQDN)")
+    s.add_argument("--interval", type=float, default=10.0, help="seconds between samples")
+    s.add_argument("--count", type=int, help="stop after this many samples (default: run)")
+    s.add_argument("--stdout", action="store_true", help="print records instead of publishing")
+    s.add_argument("--spool", help="spool file for records the broker could not take yet")
+    s.add_argument("--max-spool-mb", type=float, default=64.0)
+    s.add_argument("--max-buffered", type=int, default=10_000, help="in-memory queue bound")
+    s.add_argument("--flush-spool", action="store_true", help="re-send the spool and exit")
+    s.add_argument("--flush-timeout", type=float, default=30.0, help="seconds to wait at exit")
+    s.set_defaults(func=cmd_agent)
+
+    s = sub.add_parser("formats", help="list the source formats publish --format reads")
+    s.set_defaults(func=cmd_formats)
+
+    s = sub.add_parser("spark-conf", help="print the Spark settings as spark-submit arguments")
+    s.set_defaults(func=cmd_spark_conf)
+
+    s = sub.add_parser(
+        "server",
+        help="hold one Spark session of the instance and run the Spark commands sent to it "
+        "(local mode; started by make up)",
+    )
+    s.set_defaults(func=cmd_server)
+    return p
+
+
+def cmd_server(_args: argparse.Namespace) -> int:
+    from gridlake.ops.server import serve
+
+    serve(main)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from gridlake.ops.server import forward
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rc = forward(argv)  # the instance's gridlake server runs it, when one runs
+    if rc is not None:
+        return rc
+    args = build_parser().parse_args(argv)
+    level = logging.INFO if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

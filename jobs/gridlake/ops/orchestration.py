@@ -1,0 +1,95 @@
+"""What the Airflow DAGs run, derived from the code: the manifest ``dags/gridlake_manifest.json``.
+
+The DAGs live in Airflow's own venv, which has no pyspark and cannot import gridlake; they read
+this manifest instead, written by ``gridlake docs`` (a test checks it is current):
+
+- ``refine``: one entry per silver input (``gridlake refine --inputs X``), the silver tables it
+  writes (the Airflow assets grid_ingest publishes) and the inputs it must run after;
+- ``gold_groups``: one entry per gold group of ``gridlake.gold.analyze.GROUPS`` (one task of
+  grid_analytics each), the gold tables it writes (its assets) and the groups it runs after
+  (``DEPENDS_ON``).
+
+So a new gold group is one line in ``GROUPS`` (and its tables in ``_group_tables``): after
+``gridlake docs`` the analytics DAG has its task, outlets and dependencies.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gridlake.settings import REPO_ROOT
+
+__all__ = [
+    "MANIFEST_PATH",
+    "asset_uri",
+    "check_dependencies",
+    "manifest",
+    "render_manifest",
+    "write_manifest",
+]
+
+MANIFEST_PATH = REPO_ROOT / "dags" / "gridlake_manifest.json"
+
+
+def asset_uri(full_name: str) -> str:
+    """The Airflow asset URI of a table: ``silver.jobs`` -> ``gridlake://silver/jobs``."""
+    database, name = full_name.split(".", 1)
+    return f"gridlake://{database}/{name}"
+
+
+def check_dependencies(order: tuple[str, ...], after: dict[str, tuple[str, ...]]) -> None:
+    """Every dependency names a known step that comes earlier in ``order`` (so no cycle)."""
+    position = {name: i for i, name in enumerate(order)}
+    for step, deps in after.items():
+        if step not in position:
+            raise ValueError(f"dependencies declared for unknown step {step!r}")
+        for dep in deps:
+            if dep not in position:
+                raise ValueError(f"{step!r} depends on unknown step {dep!r}")
+            if position[dep] >= position[step]:
+                raise ValueError(f"{step!r} depends on {dep!r}, which does not come before it")
+
+
+def manifest() -> dict[str, Any]:
+    from gridlake.gold.analyze import DEPENDS_ON, GROUPS, _group_tables
+    from gridlake.silver.refine import FEATURE_INPUTS, REFINE_AFTER, SPECS
+    from gridlake.silver.tables import SILVER_JOB_NODE_FEATURES
+
+    first = [d for deps in REFINE_AFTER.values() for d in deps]
+    inputs = tuple(dict.fromkeys([*first, *SPECS]))
+    check_dependencies(inputs, REFINE_AFTER)
+    check_dependencies(GROUPS, DEPENDS_ON)
+    refine = []
+    for name in inputs:
+        writes = [o.table.full_name for o in SPECS[name].outputs]
+        if name in FEATURE_INPUTS:
+            writes.append(SILVER_JOB_NODE_FEATURES.full_name)
+        refine.append({"input": name, "after": list(REFINE_AFTER.get(name, ())), "writes": writes})
+    groups = [
+        {
+            "group": g,
+            "after": list(DEPENDS_ON.get(g, ())),
+            "writes": [t.full_name for t in _group_tables(g)],
+        }
+        for g in GROUPS
+    ]
+    return {
+        "generated_by": "gridlake docs (jobs/gridlake/ops/orchestration.py); do not edit",
+        "refine": refine,
+        "gold_groups": groups,
+    }
+
+
+def render_manifest() -> str:
+    return json.dumps(manifest(), indent=2) + "\n"
+
+
+def write_manifest(path: Path = MANIFEST_PATH) -> bool:
+    """Write the manifest; returns True when the file changed."""
+    text = render_manifest()
+    if path.is_file() and path.read_text() == text:
+        return False
+    path.write_text(text)
+    return True

@@ -1,0 +1,204 @@
+"""One place for configuration: where data lives, which Spark runs it, where Kafka is.
+
+Everything comes from environment variables with embedded local defaults, so the same code runs
+on a laptop (``GRIDLAKE_ENV=local``, the default) and on a cluster (``GRIDLAKE_ENV=cluster``):
+
+- ``GRIDLAKE_HOME``: shared installs (venvs, jars); default ``<repo>/.gridlake``.
+- ``GRIDLAKE_INSTANCE``: names the state folder; ``demo`` by default, ``test`` for the suite.
+- ``GRIDLAKE_SPARK_MASTER``: ``local[2]``; on a cluster ``spark://..``, ``yarn``, ``k8s://..``.
+- ``GRIDLAKE_STORAGE_ROOT``: ``$GRIDLAKE_HOME/<instance>/warehouse``; e.g. ``s3a://bucket/gl``.
+- ``GRIDLAKE_KAFKA_BOOTSTRAP``: ``127.0.0.1:9092`` (plus the port offset); the brokers.
+- ``GRIDLAKE_METASTORE_URI``: unset (a local Derby network server); ``thrift://host:9083``.
+- ``GRIDLAKE_SHUFFLE_PARTITIONS``: 4 locally; a few hundred on a cluster.
+- ``GRIDLAKE_DRIVER_MEMORY`` / ``GRIDLAKE_PAGE_SIZE``: local mode only, ``2g`` / ``4m`` (the
+  Thrift Server's memory is ``GRIDLAKE_THRIFT_MEMORY``, ``2g``).
+- ``GRIDLAKE_SPARK_CONF``: extra ``key=value;key=value`` Spark settings (e.g. S3 credentials).
+
+Ports of the local services are shifted by ``GRIDLAKE_PORT_OFFSET`` (0 for ``demo``, 100 for
+``test``) exactly as ``infra/env.sh`` does, so both instances can run side by side.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # jobs/gridlake/settings.py
+SCHEMAS_DIR = REPO_ROOT / "schemas"
+SQL_DIR = REPO_ROOT / "sql"
+
+TOPICS = {
+    "jobs": "grid.jobs",
+    "nodes": "grid.nodes",
+    "network": "grid.network",
+    "accounting_summaries": "grid.accounting_summaries",
+    "deadletter": "grid.deadletter",
+}
+
+_DEFAULT_OFFSETS = {"demo": 0, "test": 100}
+
+# Spark packages resolved from Maven Central (cached in $GRIDLAKE_HOME/ivy).
+SPARK_PACKAGES = (
+    "io.delta:delta-spark_2.13:4.0.0",
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0",
+)
+
+
+def _env(name: str, default: str) -> str:
+    value = os.environ.get(name, "")
+    return value if value else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    env: str
+    home: Path
+    instance: str
+    port_offset: int
+    spark_master: str
+    storage_root: str
+    kafka_bootstrap: str
+    metastore_uri: str | None
+    shuffle_partitions: int
+    derby_port: int
+    thrift_port: int
+    superset_port: int
+    extra_spark_conf: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_local(self) -> bool:
+        return self.env == "local"
+
+    @property
+    def state(self) -> Path:
+        """Folder of this instance's local state (logs, PIDs, reports, secrets)."""
+        return self.home / self.instance
+
+    @property
+    def checkpoint_root(self) -> str:
+        return f"{self.storage_root.rstrip('/')}/_checkpoints"
+
+    def table_path(self, database: str, table: str) -> str:
+        return f"{self.storage_root.rstrip('/')}/{database}/{table}"
+
+    @property
+    def derby_jdbc_url(self) -> str:
+        return f"jdbc:derby://127.0.0.1:{self.derby_port}/metastore_db;create=true"
+
+    @property
+    def jars_dir(self) -> Path:
+        return self.home / "ivy" / "jars"
+
+    def jar_conf(self) -> dict[str, str]:
+        """Resolve the packages with Ivy once; afterwards name the cached jars (quiet, fast)."""
+        marker = self.jars_dir / ".resolved"
+        if marker.is_file():
+            jars = sorted(str(p) for p in self.jars_dir.glob("*.jar"))
+            return {"spark.jars": ",".join(jars)}
+        return {
+            "spark.jars.packages": ",".join(SPARK_PACKAGES),
+            "spark.jars.ivy": str(self.home / "ivy"),
+        }
+
+    def spark_conf(self) -> dict[str, str]:
+        """Every Spark setting gridlake relies on; shared by jobs, tests and the Thrift Server."""
+        conf = {
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            "spark.sql.catalogImplementation": "hive",
+            "spark.sql.warehouse.dir": self.storage_root,
+            "spark.sql.shuffle.partitions": str(self.shuffle_partitions),
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sql.json.enablePartialResults": "true",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.debug.maxToStringFields": "500",
+            # Constraint propagation grows combinatorially with wide expression plans (the
+            # contract validation and the CPU family rules are ~120 predicates): it once spent
+            # minutes in InferFiltersFromConstraints before any data moved. It buys nothing here.
+            "spark.sql.constraintPropagation.enabled": "false",
+            "spark.databricks.delta.schema.autoMerge.enabled": "false",
+            "spark.databricks.delta.snapshotPartitions": "2",
+            "spark.hadoop.hive.metastore.schema.verification": "false",
+            "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        }
+        conf.update(self.jar_conf())
+        if self.metastore_uri:
+            conf["spark.hadoop.hive.metastore.uris"] = self.metastore_uri
+        else:
+            derby_libs = self.home / "derby" / "libs"
+            conf.update(
+                {
+                    "spark.hadoop.javax.jdo.option.ConnectionURL": self.derby_jdbc_url,
+                    "spark.hadoop.javax.jdo.option.ConnectionDriverName": (
+                        "org.apache.derby.client.ClientAutoloadedDriver"
+                    ),
+                    "spark.driver.extraClassPath": f"{derby_libs}/*",
+                }
+            )
+        conf["spark.driver.extraJavaOptions"] = (
+            f"-Dlog4j2.configurationFile={REPO_ROOT / 'infra' / 'spark' / 'log4j2.properties'} "
+            f"-Dderby.stream.error.file={self.state / 'logs' / 'derby-client.log'}"
+        )
+        if self.is_local:
+            conf.update(
+                {
+                    "spark.driver.host": "127.0.0.1",
+                    "spark.driver.bindAddress": "127.0.0.1",
+                    "spark.ui.enabled": "false",
+                    "spark.local.dir": str(self.state / "spark-tmp"),
+                    "spark.driver.memory": _env("GRIDLAKE_DRIVER_MEMORY", "2g"),
+                    # Spark sizes a sort/aggregation page from driver memory / cores / 16 (32 MiB
+                    # at 2g on 2 cores) and a plan with many joins and windows in one stage holds
+                    # a page per operator: with cached data taking half the memory, a task then
+                    # fails with "UNABLE_TO_ACQUIRE_MEMORY ... got 0". Small pages fit many.
+                    "spark.buffer.pageSize": _env("GRIDLAKE_PAGE_SIZE", "4m"),
+                    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": str(
+                        self.shuffle_partitions
+                    ),
+                }
+            )
+        conf.update(self.extra_spark_conf)
+        return conf
+
+
+@cache
+def get_settings() -> Settings:
+    """Read the environment once per process."""
+    env = _env("GRIDLAKE_ENV", "local")
+    if env not in ("local", "cluster"):
+        raise ValueError(f"GRIDLAKE_ENV must be 'local' or 'cluster', not {env!r}")
+    home = Path(_env("GRIDLAKE_HOME", str(REPO_ROOT / ".gridlake"))).resolve()
+    instance = _env("GRIDLAKE_INSTANCE", "demo")
+    if instance not in _DEFAULT_OFFSETS and not os.environ.get("GRIDLAKE_PORT_OFFSET"):
+        raise ValueError(
+            f"instance {instance!r} needs GRIDLAKE_PORT_OFFSET: two instances must not share ports"
+        )
+    offset = int(_env("GRIDLAKE_PORT_OFFSET", str(_DEFAULT_OFFSETS.get(instance, 0))))
+    kafka_port = int(_env("GRIDLAKE_KAFKA_PORT", str(9092 + offset)))
+    storage_root = _env("GRIDLAKE_STORAGE_ROOT", str(home / instance / "warehouse"))
+    if env == "cluster" and storage_root.startswith(str(home)):
+        raise ValueError(
+            "GRIDLAKE_ENV=cluster needs GRIDLAKE_STORAGE_ROOT (e.g. s3a://bucket/gridlake)"
+        )
+    extra = {}
+    for item in _env("GRIDLAKE_SPARK_CONF", "").split(";"):
+        if "=" in item:
+            key, value = item.split("=", 1)
+            extra[key.strip()] = value.strip()
+    return Settings(
+        env=env,
+        home=home,
+        instance=instance,
+        port_offset=offset,
+        spark_master=_env("GRIDLAKE_SPARK_MASTER", "local[2]"),
+        storage_root=storage_root,
+        kafka_bootstrap=_env("GRIDLAKE_KAFKA_BOOTSTRAP", f"127.0.0.1:{kafka_port}"),
+        metastore_uri=os.environ.get("GRIDLAKE_METASTORE_URI") or None,
+        shuffle_partitions=int(_env("GRIDLAKE_SHUFFLE_PARTITIONS", "4")),
+        derby_port=int(_env("GRIDLAKE_DERBY_PORT", str(1527 + offset))),
+        thrift_port=int(_env("GRIDLAKE_THRIFT_PORT", str(10000 + offset))),
+        superset_port=int(_env("GRIDLAKE_SUPERSET_PORT", str(8088 + offset))),
+        extra_spark_conf=extra,
+    )

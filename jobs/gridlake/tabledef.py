@@ -1,0 +1,104 @@
+"""Table definitions: a table's layer, name, grain, columns with comments and checks, in one object.
+
+``Table`` generates its metastore DDL (``ensure``), evolves its schema (new columns are added,
+never dropped or retyped) and conforms a DataFrame to its columns. The registry of every table is
+``gridlake.catalog``; gold tables are defined beside their transforms in ``gridlake.gold.*``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+
+from gridlake.settings import Settings, get_settings
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    ddl_type: str
+    comment: str
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class Check:
+    """A data-quality expectation on a table (run by great_expectations).
+
+    ``kind`` names the expectation; ``severity`` is ``fail`` (circuit breaker: the batch is
+    rejected) or ``warn`` (logged).
+    """
+
+    kind: str
+    column: str | None = None
+    args: dict[str, object] = field(default_factory=dict)
+    severity: str = "fail"
+
+
+@dataclass(frozen=True)
+class Table:
+    database: str
+    name: str
+    grain: str
+    description: str
+    columns: tuple[Column, ...]
+    partition_by: tuple[str, ...] = ()
+    checks: tuple[Check, ...] = ()
+    question: str = ""  # the question the table answers (README table reference)
+    example: str = ""  # an ad hoc query over it, run by the tests (README table reference)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.database}.{self.name}"
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def path(self, settings: Settings | None = None) -> str:
+        return (settings or get_settings()).table_path(self.database, self.name)
+
+    def ddl(self, settings: Settings | None = None) -> str:
+        cols = ",\n  ".join(
+            f"`{c.name}` {c.ddl_type}{'' if c.nullable else ' NOT NULL'} COMMENT {_q(c.comment)}"
+            for c in self.columns
+        )
+        part = f"\nPARTITIONED BY ({', '.join(self.partition_by)})" if self.partition_by else ""
+        comment = f"{self.description} Grain: {self.grain}"
+        return (
+            f"CREATE TABLE IF NOT EXISTS {self.full_name} (\n  {cols}\n) USING DELTA{part}\n"
+            f"COMMENT {_q(comment)}\nLOCATION {_q(self.path(settings))}"
+        )
+
+    def ensure(self, spark: SparkSession, settings: Settings | None = None) -> None:
+        """Create the database and the table (registered in the metastore) if missing."""
+        settings = settings or get_settings()
+        # One metastore look-up when the table is there (the common case: every command ensures
+        # the tables it touches); CREATE ... IF NOT EXISTS of a Delta table reads its log first.
+        if not spark.catalog.tableExists(self.full_name):
+            spark.sql(
+                f"CREATE DATABASE IF NOT EXISTS {self.database} "
+                f"LOCATION {_q(settings.storage_root.rstrip('/') + '/' + self.database)}"
+            )
+            spark.sql(self.ddl(settings))
+        self._add_missing_columns(spark)
+
+    def _add_missing_columns(self, spark: SparkSession) -> None:
+        """Schema evolution: columns added to the definition are added to an existing table
+        (new columns are nullable; older rows read null). Never drops or retypes a column."""
+        existing = {f.name for f in spark.table(self.full_name).schema.fields}
+        missing = [c for c in self.columns if c.name not in existing]
+        if missing:
+            cols = ", ".join(f"`{c.name}` {c.ddl_type} COMMENT {_q(c.comment)}" for c in missing)
+            spark.sql(f"ALTER TABLE {self.full_name} ADD COLUMNS ({cols})")
+
+    def conform(self, df: DataFrame) -> DataFrame:
+        """Select the table's columns in order, cast to their types (fails on a missing one)."""
+        from pyspark.sql import functions as F
+
+        return df.select(*[F.col(c.name).cast(c.ddl_type).alias(c.name) for c in self.columns])
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
