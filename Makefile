@@ -57,7 +57,7 @@ test-unit: install ## only the tests that need no service
 bench: install ## speed/memory figures vs same-run references (BENCH_SCALE=small|standard|full)
 	@GRIDLAKE_INSTANCE=bench GRIDLAKE_PORT_OFFSET=400 $(PY) -m gridlake.ops.bench $(BENCH_ARGS)
 
-docs: install ## regenerate the README's table reference from the Table definitions
+docs: install ## regenerate the table reference (sql/grid/README.md), views, assets and DAG manifest from the code
 	@$(VENV)/bin/gridlake docs
 
 lint: ## ruff lint and format check

@@ -1,11 +1,12 @@
-"""The README's table reference: generated from the definitions, current, and its examples run."""
+"""The table reference (sql/grid/README.md): generated from the declarations, current, and its
+examples run."""
 
 from __future__ import annotations
 
 import pytest
 
 from gridlake.gold.analyze import gold_tables
-from gridlake.serving.docs import BEGIN, END, documented_tables, render
+from gridlake.serving.docs import REFERENCE_PATH, current_block, documented_tables, render
 from gridlake.settings import REPO_ROOT
 
 # Gold tables the demo week leaves empty: no APEL summaries are published by the demo, and
@@ -13,11 +14,10 @@ from gridlake.settings import REPO_ROOT
 EMPTY_ON_DEMO = {"gold.site_efficiency_monthly", "gold.network_model_runs"}
 
 
-def test_readme_table_reference_is_current() -> None:
-    text = (REPO_ROOT / "README.md").read_text()
-    assert BEGIN in text and END in text
-    block = BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END
-    assert block == render(), "README table reference is stale: run `gridlake docs`"
+def test_table_reference_is_current() -> None:
+    assert current_block() == render(), "sql/grid/README.md is stale: run `gridlake docs`"
+    assert "(sql/grid/README.md)" in (REPO_ROOT / "README.md").read_text()  # linked
+    assert REFERENCE_PATH.parent == REPO_ROOT / "sql" / "grid"
 
 
 def test_every_gold_table_states_question_grain_and_example() -> None:
@@ -31,6 +31,8 @@ def test_every_gold_table_states_question_grain_and_example() -> None:
         assert f"#### `{t.full_name}`" in rendered
         for c in t.columns:
             assert f"| `{c.name}` | {c.ddl_type} |" in rendered, (t.full_name, c.name)
+        if t.keys:
+            assert "**Key:** " + ", ".join(f"`{k}`" for k in t.keys) in rendered, t.full_name
 
 
 @pytest.mark.integration

@@ -407,6 +407,64 @@ def test_analyze_skips_a_group_whose_inputs_did_not_change(spark, gold_demo) -> 
         analyze(spark, groups=["efficiency"])
 
 
+def test_a_duplicate_gold_key_fails_analyze_and_keeps_the_previous_version(
+    spark, gold_demo, monkeypatch
+) -> None:
+    """Gold is gated like silver: a planted duplicate (week, site, vo) row in the frame makes
+    analyze fail with the reason; the table keeps its previous version and the failed check is
+    in silver.quality_results."""
+    from delta.tables import DeltaTable
+
+    from gridlake.catalog import QUALITY_RESULTS
+    from gridlake.gold import site_efficiency
+    from gridlake.gold.analyze import analyze
+    from gridlake.quality import QualityGateError
+
+    table = site_efficiency.GOLD_SITE_EFFICIENCY_WEEKLY
+    compute = site_efficiency.compute
+
+    def planted(jobs):
+        frames = compute(jobs)
+        weekly = frames[table.full_name]
+        frames[table.full_name] = weekly.unionByName(weekly.orderBy("week", "site", "vo").limit(1))
+        return frames
+
+    before = DeltaTable.forPath(spark, table.path()).history(1).first()["version"]
+    rows = sorted(_table(spark, table).collect())
+    monkeypatch.setattr(site_efficiency, "compute", planted)
+    with pytest.raises(QualityGateError, match=r"gold.site_efficiency_weekly: unique_key"
+                       r"\(week,site,vo\) 2 rows with week="):  # fmt: skip
+        analyze(spark, groups=["site_efficiency"])
+    assert DeltaTable.forPath(spark, table.path()).history(1).first()["version"] == before
+    assert sorted(_table(spark, table).collect()) == rows
+    failed = (
+        _table(spark, QUALITY_RESULTS)
+        .where((F.col("table_name") == table.full_name) & ~F.col("success"))
+        .collect()
+    )
+    assert [(r.check_kind, r.check_column) for r in failed] == [("unique_key", "week,site,vo")]
+    assert failed[0].batch_id.startswith("analyze-site_efficiency-")
+
+
+def test_the_metastore_holds_exactly_the_catalog(spark, gold_demo) -> None:
+    """Every table of the bronze, silver and gold databases comes from the catalog, and every
+    catalog table is in the metastore, at the location its declaration gives."""
+    from gridlake.catalog import ALL_TABLES
+
+    found = {
+        f"{db}.{t.name}"
+        for db in ("bronze", "silver", "gold")
+        for t in spark.catalog.listTables(db)
+        if not t.isTemporary
+    }
+    declared = {t.full_name for t in ALL_TABLES}
+    assert found == declared, (sorted(found - declared), sorted(declared - found))
+    assert len(declared) == len(ALL_TABLES)  # each declared once
+    for t in ALL_TABLES:
+        location = spark.sql(f"DESCRIBE DETAIL {t.full_name}").first()["location"]
+        assert location.rstrip("/").endswith(t.path().rstrip("/").split("://")[-1]), t.full_name
+
+
 def test_sql_cli_prints_json_and_csv(gold_demo) -> None:
     week = gold_demo
     per_site: dict[str, int] = defaultdict(int)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 
 import pytest
 
@@ -40,3 +41,42 @@ def test_outlier_share_is_a_warning_not_a_failure(spark) -> None:
     results = {(r.check.kind, r.check.column): r for r in run_checks(SILVER_JOBS, df)}
     assert results[("in_set", "is_outlier")].success is False
     gate(SILVER_JOBS, df)  # does not raise: severity warn
+
+
+# --- the gate's derived checks: the key, and the row count against the previous version ------
+
+
+def test_gate_finds_a_duplicate_key_and_names_it(spark) -> None:
+    from gridlake.gold.site_efficiency import GOLD_SITE_EFFICIENCY_WEEKLY as T
+
+    row = {c.name: None for c in T.columns} | {
+        "week": date(2026, 11, 16), "site": "PIC", "vo": "atlas", "jobs": 3,
+    }  # fmt: skip
+    other = row | {"vo": "cms"}
+    ddl = ", ".join(f"`{c.name}` {c.ddl_type}" for c in T.columns)
+    recorded = []
+    ok = gate(T, spark.createDataFrame([row, other], ddl), record=recorded.extend)
+    assert [r.check.kind for r in ok if r.check.kind == "unique_key"] == ["unique_key"]
+    assert all(r.success for r in ok) and recorded == ok
+    with pytest.raises(QualityGateError, match=r"unique_key\(week,site,vo\) 2 rows with "
+                       r"week=2026-11-16, site=PIC, vo=atlas"):  # fmt: skip
+        gate(T, spark.createDataFrame([row, other, row], ddl))
+
+
+def test_gate_refuses_a_collapsed_row_count_unless_the_table_follows_thresholds(spark) -> None:
+    from gridlake.gold.network import GOLD_NETWORK_ALARMS
+    from gridlake.gold.site_efficiency import GOLD_SITE_EFFICIENCY_WEEKLY as T
+
+    ddl = ", ".join(f"`{c.name}` {c.ddl_type}" for c in T.columns)
+    rows = [
+        {"week": date(2026, 11, 16), "site": f"S{i}", "vo": "atlas", "jobs": 1} for i in range(4)
+    ]
+    df = spark.createDataFrame([{c.name: r.get(c.name) for c in T.columns} for r in rows], ddl)
+    assert gate(T, df, previous_rows=8)  # half the previous rows: still accepted
+    with pytest.raises(
+        QualityGateError, match=r"row_count_vs_previous.*4 rows, previous version 9"
+    ):
+        gate(T, df, previous_rows=9)
+    with pytest.raises(QualityGateError, match=r"0 rows, previous version 8"):
+        gate(T, df.limit(0), previous_rows=8)
+    assert GOLD_NETWORK_ALARMS.stable_rows is False  # analyze passes no previous count for it

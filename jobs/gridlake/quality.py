@@ -1,16 +1,23 @@
-"""The data-quality gate: a table's checks (tables.py) run by great_expectations.
+"""The data-quality gate of silver and gold: a table's checks, run before anything is written.
 
-A failed ``fail`` check raises QualityGateError naming every failed expectation, so the batch is
-not written and the calling task fails with the reason in its log; ``warn`` checks are logged.
+The checks of a table are those its declaration lists (run by great_expectations) plus two that
+follow from it: its key (``Table.keys``, the grain as columns) is unique, and,
+when the table is replaced whole (gold), the new frame does not shrink below a share of the
+previous version's rows (``GRIDLAKE_GOLD_MIN_ROW_SHARE``, 0.5) or to nothing. ``gate`` runs them
+all, hands the results to the caller's recorder (``silver.quality_results``), then raises
+QualityGateError naming every failed ``fail`` check, so the batch or the gold table is not
+written and the task fails with the reason in its log; failed ``warn`` checks are logged.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from gridlake.tabledef import Check, Table
 
@@ -75,9 +82,52 @@ def run_checks(table: Table, df: DataFrame) -> list[CheckResult]:
     return results
 
 
-def gate(table: Table, df: DataFrame) -> list[CheckResult]:
-    """Run the checks; raise on any failed ``fail`` check, log failed ``warn`` checks."""
-    results = run_checks(table, df)
+def _key_checks(table: Table, df: DataFrame) -> list[CheckResult]:
+    """No two rows share the key (nulls compare equal here, as in GROUP BY); the first
+    duplicate found is the evidence. Not-null columns are the declared checks' business."""
+    if not table.keys:
+        return []
+    keys = list(table.keys)
+    dup = df.groupBy(*keys).count().where(F.col("count") > 1).limit(1).collect()  # <= 1 row
+    detail = "unexpected_count=0"
+    if dup:
+        row = dup[0].asDict()
+        detail = f"{row.pop('count')} rows with " + ", ".join(f"{k}={v}" for k, v in row.items())
+    check = Check("unique_key", ",".join(keys), {"columns": keys})
+    return [CheckResult(check, not dup, detail)]
+
+
+MIN_ROW_SHARE = float(os.environ.get("GRIDLAKE_GOLD_MIN_ROW_SHARE", "0.5"))
+
+
+def _row_count_check(rows: int, previous_rows: int | None) -> list[CheckResult]:
+    """A replaced table keeps at least MIN_ROW_SHARE of its previous rows, and is not emptied."""
+    if not previous_rows:
+        return []
+    ok = rows > 0 and rows >= MIN_ROW_SHARE * previous_rows
+    detail = f"observed_value={rows} rows, previous version {previous_rows}"
+    return [CheckResult(Check("row_count_vs_previous", None, {"min_share": MIN_ROW_SHARE}), ok,
+                        detail)]  # fmt: skip
+
+
+def gate(
+    table: Table,
+    df: DataFrame,
+    *,
+    previous_rows: int | None = None,
+    rows: int | None = None,
+    record: Callable[[list[CheckResult]], None] | None = None,
+) -> list[CheckResult]:
+    """Run every check of ``table`` on ``df`` (see the module docstring); hand the results to
+    ``record``; raise QualityGateError on any failed ``fail`` check, log failed ``warn`` ones.
+
+    ``previous_rows``: the row count of the version ``df`` would replace (gold), for the
+    row-count check; ``rows``: ``df``'s row count when the caller already has it."""
+    results = run_checks(table, df) + _key_checks(table, df)
+    if previous_rows is not None:
+        results += _row_count_check(df.count() if rows is None else rows, previous_rows)
+    if record is not None:
+        record(results)
     failed = [r for r in results if not r.success and r.check.severity == "fail"]
     for r in results:
         if not r.success and r.check.severity == "warn":

@@ -45,8 +45,14 @@ class Table:
     columns: tuple[Column, ...]
     partition_by: tuple[str, ...] = ()
     checks: tuple[Check, ...] = ()
-    question: str = ""  # the question the table answers (README table reference)
-    example: str = ""  # an ad hoc query over it, run by the tests (README table reference)
+    # The grain as columns: no two rows share these values. The gate
+    # (gridlake.quality.gate) checks it before a gold table is replaced.
+    keys: tuple[str, ...] = ()
+    # False for tables whose row count follows thresholds rather than the data (alarms, flagged
+    # outliers): the gate then does not compare it with the previous version's.
+    stable_rows: bool = True
+    question: str = ""  # the question the table answers (table reference)
+    example: str = ""  # an ad hoc query over it, run by the tests (table reference)
 
     @property
     def full_name(self) -> str:
@@ -55,6 +61,11 @@ class Table:
     @property
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+    def __post_init__(self) -> None:
+        unknown = [k for k in self.keys if k not in self.column_names]
+        if unknown:
+            raise ValueError(f"{self.full_name}: key columns {unknown} are not columns")
 
     def path(self, settings: Settings | None = None) -> str:
         return (settings or get_settings()).table_path(self.database, self.name)

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 
 from pyspark.ml import PipelineModel
 from pyspark.sql import DataFrame, SparkSession
 
+from gridlake.quality import CheckResult, gate
 from gridlake.settings import Settings, get_settings
 from gridlake.tabledef import Table
 
@@ -358,17 +360,69 @@ def analyze(
             log.warning("gold group %s is current (inputs unchanged): not recomputed", group)
             continue
         meta = json.dumps({FINGERPRINT_KEY: fp})
+        run_id = f"analyze-{group}-{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}"
         for name, df in _frames(spark, group, settings).items():
-            table = tables[name]
-            table.ensure(spark, settings)
-            (
-                table.conform(df)
-                .write.format("delta")
-                .mode("overwrite")
-                .option("overwriteSchema", "false")
-                .option("userMetadata", meta)
-                .save(table.path(settings))
-            )
-            counts[name] = spark.read.format("delta").load(table.path(settings)).count()
+            counts[name] = write_gated(spark, tables[name], df, meta, run_id, settings)
             log.info("gold %s: %d rows", name, counts[name])
     return counts
+
+
+def _previous_rows(spark: SparkSession, table: Table, settings: Settings) -> int | None:
+    """The row count of the table's current version from its Delta log (no data read); None
+    for a table never written."""
+    from delta.tables import DeltaTable
+
+    path = table.path(settings)
+    if not DeltaTable.isDeltaTable(spark, path):
+        return None
+    return int(spark.read.format("delta").load(path).count())  # answered from the log's stats
+
+
+def _record_gold_checks(spark: SparkSession, table: Table, results: list[CheckResult],
+                        run_id: str, settings: Settings) -> None:  # fmt: skip
+    """The gate's results of a gold table, appended to silver.quality_results."""
+    from pyspark.sql import functions as F
+
+    from gridlake.silver.tables import QUALITY_RESULTS
+
+    if not results:
+        return
+    rows = [(run_id, table.full_name, r.check.kind, r.check.column, r.check.severity, r.success,
+             r.detail) for r in results]  # fmt: skip
+    schema = ("batch_id string, table_name string, check_kind string, check_column string, "
+              "severity string, success boolean, detail string")  # fmt: skip
+    df = spark.createDataFrame(rows, schema).withColumn("checked_at", F.current_timestamp())
+    QUALITY_RESULTS.ensure(spark, settings)
+    QUALITY_RESULTS.conform(df).write.format("delta").mode("append").save(
+        QUALITY_RESULTS.path(settings)
+    )
+
+
+def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run_id: str,
+                settings: Settings) -> int:  # fmt: skip
+    """Replace a gold table with ``df`` once it passes the table's gate (its checks, a unique
+    key, no collapse of the row count against the current version); returns the rows written.
+
+    The frame is computed once (persisted, spilling to disk if large), checked, then written.
+    A failed gate raises QualityGateError with the reason and writes nothing: the previous
+    version stays what readers see. Every outcome goes to silver.quality_results."""
+    from pyspark import StorageLevel
+
+    table.ensure(spark, settings)
+    frame = table.conform(df).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        rows = frame.count()
+        previous = _previous_rows(spark, table, settings) if table.stable_rows else None
+        gate(table, frame, previous_rows=previous, rows=rows,
+             record=lambda results: _record_gold_checks(spark, table, results, run_id,
+                                                        settings))  # fmt: skip
+        (
+            frame.write.format("delta")
+            .mode("overwrite")
+            .option("overwriteSchema", "false")
+            .option("userMetadata", meta)
+            .save(table.path(settings))
+        )
+        return rows
+    finally:
+        frame.unpersist()

@@ -120,6 +120,7 @@ _PRICES_DDL = "rule_version int, site string, price_per_core_hour double, descri
 GOLD_COST_PRICES = Table(
     database="gold",
     name="cost_prices",
+    keys=("site", "rule_version"),
     question="What does a core-hour cost at each site (editable, versioned)?",
     example=(
         "SELECT site, rule_version, price_per_core_hour, description FROM gold.cost_prices "
@@ -191,6 +192,7 @@ _JOB_TYPE = Column("job_type", "STRING", "Job type (evgen, simul, pile, reproces
 GOLD_SITE_WORKFLOW_COST = Table(
     database="gold",
     name="site_workflow_cost",
+    keys=("week", "site", "job_type"),
     question="What does an event of each job type cost at each site, and why?",
     example=(
         "SELECT job_type, site, round(cost_per_1000_events, 3) AS cost, round(cost_low, 3) AS "
@@ -329,6 +331,7 @@ GOLD_SITE_WORKFLOW_COST = Table(
 GOLD_PLACEMENT_ADVICE = Table(
     database="gold",
     name="placement_advice",
+    keys=("week", "job_type", "data_site", "candidate_site"),
     question="Where should a job type run, given where its input data is, and what would it save?",
     example=(
         "SELECT job_type, data_site, candidate_site, candidate_rank, round(combined_cost_per_1000"

@@ -92,6 +92,7 @@ _JOB_TYPE = Column("job_type", "STRING", "Job type (evgen, simul, pile, reproces
 GOLD_CPU_MODEL_EFFICIENCY = Table(
     database="gold",
     name="cpu_model_efficiency",
+    keys=("microarchitecture", "cpu_model_norm", "job_type"),
     question=(
         "Which CPU models are slow or inefficient for a given job type, per event and per HS23?"
     ),
@@ -138,6 +139,7 @@ GOLD_CPU_MODEL_EFFICIENCY = Table(
 GOLD_FAILURE_VS_DURATION = Table(
     database="gold",
     name="failure_vs_duration",
+    keys=("job_type", "failure_mode", "bin_index"),
     question="Do long jobs fail more, and which failure modes grow with duration?",
     example=(
         "SELECT job_type, duration_bin, attempts, round(failure_probability, 3) AS p_fail, "
@@ -193,6 +195,7 @@ GOLD_FAILURE_VS_DURATION = Table(
 GOLD_JOB_LENGTH_ADVICE = Table(
     database="gold",
     name="job_length_advice",
+    keys=("job_type",),
     question="How long should jobs of each type be, and how many core-hours would that save?",
     example=(
         "SELECT job_type, round(init_seconds) AS init_s, round(optimal_hours, 1) AS optimal_h, "
@@ -258,6 +261,7 @@ GOLD_JOB_LENGTH_ADVICE = Table(
 GOLD_MULTICORE_SCALING = Table(
     database="gold",
     name="multicore_scaling",
+    keys=("job_type", "cores"),
     question="How does CPU efficiency change with the number of cores a job uses?",
     example=(
         "SELECT job_type, cores, jobs, round(cpu_efficiency, 3) AS eff, round(memory_per_core_mb)"
@@ -295,6 +299,7 @@ GOLD_MULTICORE_SCALING = Table(
 GOLD_MULTICORE_FIT = Table(
     database="gold",
     name="multicore_fit",
+    keys=("job_type",),
     question=(
         "What is each job type's serial fraction, and above how many cores does it stop paying?"
     ),
@@ -364,6 +369,7 @@ _RULE_COLUMNS = (
 GOLD_EFFICIENCY_OUTLIER_RULES = Table(
     database="gold",
     name="efficiency_outlier_rules",
+    keys=("rule_id", "rule_version"),
     question="Which rules decide what counts as an efficiency outlier (editable, versioned)?",
     example=(
         "SELECT rule_id, rule_version, entity, metric, comparison, threshold, enabled FROM "
@@ -381,6 +387,8 @@ GOLD_EFFICIENCY_OUTLIER_RULES = Table(
 GOLD_EFFICIENCY_OUTLIERS = Table(
     database="gold",
     name="efficiency_outliers",
+    stable_rows=False,
+    keys=("week", "rule_id", "entity_value", "job_type"),
     question="Which sites, CPU models and tasks should I look at this week, and why?",
     example=(
         "SELECT week, entity, entity_value, job_type, round(deviation_pct, 1) AS dev_pct, "

@@ -238,6 +238,7 @@ def resolve_io_rules(rules: DataFrame) -> IoRuleSet:
 GOLD_IO_SIGNATURE_RULES = Table(
     database="gold",
     name="io_signature_rules",
+    keys=("rule_version", "parameter"),
     question="Which thresholds classify a job as I/O-wait, memory or remote-read bound?",
     example=(
         "SELECT rule_version, parameter, value FROM gold.io_signature_rules ORDER BY parameter, "
@@ -264,6 +265,7 @@ _SIG_CHECK = Check("in_set", "signature", {"value_set": list(SIGNATURES)})
 GOLD_JOB_IO_SIGNATURE = Table(
     database="gold",
     name="job_io_signature",
+    keys=("job_id",),
     question=(
         'Why was this job inefficient: CPU, local I/O wait, memory, remote reads or '
         'initialisation?'
@@ -327,6 +329,7 @@ GOLD_JOB_IO_SIGNATURE = Table(
 GOLD_NODE_SATURATION = Table(
     database="gold",
     name="node_saturation",
+    keys=("host", "hour"),
     question='Which worker nodes were disk- or memory-saturated, hour by hour?',
     example=(
         'SELECT site, host, count_if(saturated) AS saturated_hours, count(*) AS hours FROM '
@@ -375,6 +378,7 @@ def _share_cols(prefix: str, what: str) -> tuple[Column, ...]:
 GOLD_WORKFLOW_IO_PROFILE = Table(
     database="gold",
     name="workflow_io_profile",
+    keys=("job_type", "site", "week"),
     question="How does a workflow's I/O behaviour at one site compare with the other sites?",
     example=(
         'SELECT job_type, site, week, round(share_io_wait_bound, 2) AS io_wait, '
@@ -418,6 +422,7 @@ GOLD_WORKFLOW_IO_PROFILE = Table(
 GOLD_SITE_IO_STRESS_WEEKLY = Table(
     database="gold",
     name="site_io_stress_weekly",
+    keys=("site", "week"),
     question="Which sites' storage or memory is the bottleneck this week?",
     example=(
         'SELECT site, week, round(disk_saturated_share, 2) AS disk_sat, '

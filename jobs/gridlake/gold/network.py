@@ -225,6 +225,7 @@ _PATH_COLUMNS = (
 GOLD_NETWORK_LINK_STATUS = Table(
     database="gold",
     name="network_link_status",
+    keys=("src_host", "dst_host", "interval_start"),
     question=(
         "Is a link congested now, and how likely is it to be over 70% utilised in the next "
         "interval?"
@@ -358,6 +359,7 @@ GOLD_NETWORK_MODEL_RUNS = Table(
 GOLD_NETWORK_ALARMS = Table(
     database="gold",
     name="network_alarms",
+    stable_rows=False,
     question="Which links lost packets, drifted or dropped throughput, and since when?",
     example=(
         "SELECT kind, src_site, dst_site, start_ts, end_ts, evidence FROM gold.network_alarms "
@@ -400,6 +402,7 @@ GOLD_NETWORK_ALARMS = Table(
 GOLD_NETWORK_COST_MATRIX = Table(
     database="gold",
     name="network_cost_matrix",
+    keys=("week", "src_site", "dst_site"),
     question="What does moving a gigabyte between two sites cost this week?",
     example=(
         "SELECT src_site, dst_site, round(delay_median_ms, 1) AS delay_ms, round(loss_mean, 4) AS"

@@ -20,6 +20,7 @@ LINK = ("src_site", "dst_site", "src_host", "dst_host")
 GOLD_NETWORK_LINK_HOURLY = Table(
     database="gold",
     name="network_link_hourly",
+    keys=("src_host", "dst_host", "hour"),
     question="Hour by hour, which links were congested or noisy, and how much delay did they add?",
     example=(
         "SELECT src_site, dst_site, hour, congested_intervals, round(max_excess_delay_ms, 2) AS "

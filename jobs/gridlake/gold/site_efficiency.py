@@ -88,6 +88,7 @@ def _table(
         grain=grain,
         description=description,
         columns=(*keys, *MEASURE_COLUMNS),
+        keys=tuple(k.name for k in keys),
         checks=(
             *(Check("not_null", k.name) for k in keys if k.name in ("week", "site")),
             Check("between", "jobs", {"min_value": 1}),
@@ -131,6 +132,7 @@ GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY = _table(
 GOLD_SITE_FAILURE_MODES_WEEKLY = Table(
     database="gold",
     name="site_failure_modes_weekly",
+    keys=("week", "site", "job_type", "failure_mode"),
     question="How do a site's jobs fail, and which failure mode wastes the most core-hours?",
     grain="one row per week, site, job_type and failure_mode with at least one failed attempt.",
     description=(

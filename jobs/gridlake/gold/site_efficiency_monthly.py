@@ -22,6 +22,7 @@ ROBOT_DN_MARK = "CN=Robot:"
 GOLD_SITE_EFFICIENCY_MONTHLY = Table(
     database="gold",
     name="site_efficiency_monthly",
+    keys=("month", "site", "vo"),
     question=(
         "What is a site's monthly efficiency from APEL summaries, how much is robot (transfer) "
         "work, and does the per-job path account for it all?"

@@ -74,6 +74,7 @@ LOG2 = math.log(2.0)
 GOLD_CPU_SPEED_FACTORS = Table(
     database="gold",
     name="cpu_speed_factors",
+    keys=("job_type", "cpu_model"),
     question="How fast is each CPU model for real jobs, relative to the reference model?",
     example=(
         "SELECT cpu_model, job_type, round(speed_factor, 3) AS speed, round(ci_low, 3) AS lo, "
@@ -114,6 +115,7 @@ GOLD_CPU_SPEED_FACTORS = Table(
 GOLD_SPEED_FACTOR_AGREEMENT = Table(
     database="gold",
     name="speed_factor_agreement",
+    keys=("job_type_a", "job_type_b"),
     question="Do job types agree on the relative speed of CPU models (is one benchmark enough)?",
     example=(
         "SELECT job_type_a, job_type_b, n_models, round(mean_abs_rel_diff, 3) AS mean_diff, "
@@ -147,6 +149,7 @@ GOLD_SPEED_FACTOR_AGREEMENT = Table(
 GOLD_BENCHMARK_MISMATCH = Table(
     database="gold",
     name="benchmark_mismatch",
+    keys=("job_type", "cpu_model"),
     question="Where does the declared HS23 benchmark mispredict real speed?",
     example=(
         "SELECT job_type, cpu_model, round(benchmark_factor, 3) AS bench, round(speed_factor, 3) "
@@ -180,6 +183,7 @@ GOLD_BENCHMARK_MISMATCH = Table(
 GOLD_SITE_SPEED_ANOMALIES = Table(
     database="gold",
     name="site_speed_anomalies",
+    keys=("job_type", "reference_model", "site", "cpu_model"),
     question=(
         "Which sites run slower than the same CPU models elsewhere (misconfiguration, throttling)?"
     ),

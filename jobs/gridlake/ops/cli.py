@@ -255,16 +255,14 @@ def cmd_quality_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    """The README's table reference and the grid views' SQL files, from the Table definitions."""
+    """The table reference (sql/grid/README.md) and the grid views' SQL files, from the Table
+    declarations; the Superset assets and the DAG manifest."""
     from gridlake.ops.orchestration import MANIFEST_PATH, render_manifest, write_manifest
-    from gridlake.serving.docs import BEGIN, END, render, update_readme
+    from gridlake.serving.docs import current_block, render, update_readme
     from gridlake.serving.views import VIEW_DIR, render_view, view_sources, write_view_files
-    from gridlake.settings import REPO_ROOT
 
     if args.check:
-        text = (REPO_ROOT / "README.md").read_text()
-        current = BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END if BEGIN in text else ""
-        stale = [] if current == render() else ["README.md table reference"]
+        stale = [] if current_block() == render() else ["sql/grid/README.md table reference"]
         wanted = {f"{t.name}.sql": render_view(t) for t in view_sources()}
         files = {p.name: p.read_text() for p in VIEW_DIR.glob("*.sql")}
         stale += [f"sql/grid/{n}" for n in sorted(set(wanted) | set(files))
@@ -275,9 +273,9 @@ def cmd_docs(args: argparse.Namespace) -> int:
         if stale:
             print(f"stale: {', '.join(stale)}: run `gridlake docs`", file=sys.stderr)
             return 1
-        print("README table reference, sql/grid views, superset/assets, DAG manifest: current")
+        print("table reference, sql/grid views, superset/assets, DAG manifest: current")
         return 0
-    print("README.md updated" if update_readme() else "README.md already current")
+    print("sql/grid/README.md " + ("updated" if update_readme() else "already current"))
     changed = write_view_files()
     print(f"sql/grid: {len(changed)} view files written or removed")
     # the dataset YAML carries the views' columns and comments
@@ -521,7 +519,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_whatif)
 
     s = sub.add_parser(
-        "docs", help="regenerate the README table reference, sql/grid views and DAG manifest"
+        "docs",
+        help="regenerate the table reference (sql/grid/README.md), sql/grid views and DAG manifest",
     )
     s.add_argument("--check", action="store_true", help="only say whether it is current")
     s.set_defaults(func=cmd_docs)

@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 
 from gridlake.bronze.tables import BRONZE
 from gridlake.contracts import contract
-from gridlake.quality import CheckResult, QualityGateError, run_checks
+from gridlake.quality import CheckResult, QualityGateError, gate
 from gridlake.settings import Settings, get_settings
 from gridlake.silver import jobs as jobs_tx
 from gridlake.silver import network as net_tx
@@ -356,12 +356,9 @@ def process_batch(
             )
 
         # Gate: the table's checks, then the batch-level breaker. Nothing written yet.
-        results = run_checks(spec.main, clean)
-        _record_checks(spark, results, spec, batch_id, batch_num, settings)
-        failed = [r for r in results if not r.success and r.check.severity == "fail"]
-        if failed:
-            detail = "; ".join(f"{r.check.kind}({r.check.column}) {r.detail}" for r in failed)
-            raise QualityGateError(f"quality gate failed for {spec.main.full_name}: {detail}")
+        gate(spec.main, clean, rows=clean_rows,
+             record=lambda results: _record_checks(spark, results, spec, batch_id, batch_num,
+                                                   settings))  # fmt: skip
         share = quarantined / bronze_rows if bronze_rows else 0.0
         if bronze_rows >= BREAKER_MIN_ROWS and share > MAX_QUARANTINE_SHARE:
             raise QualityGateError(

@@ -44,6 +44,7 @@ def _contract_columns(name: str) -> tuple[Column, ...]:
 SILVER_JOBS = Table(
     database="silver",
     name="jobs",
+    keys=("job_id",),
     grain="one row per job attempt (job_id); re-sent records update the row, never duplicate it.",
     description="Finished job attempts, typed and validated, with derived efficiency columns.",
     columns=(
@@ -121,6 +122,7 @@ QUARANTINE_NETWORK = _quarantine("network")
 SILVER_NODE_SAMPLES = Table(
     database="silver",
     name="node_samples",
+    keys=("host", "ts", "kind"),
     grain="one row per host, ts and kind (vmstat | iostat).",
     description="Worker-node samples, typed and validated; iostat disks are in node_disk_samples.",
     columns=(
@@ -140,6 +142,7 @@ SILVER_NODE_SAMPLES = Table(
 SILVER_NODE_DISK_SAMPLES = Table(
     database="silver",
     name="node_disk_samples",
+    keys=("host", "ts", "device"),
     grain="one row per host, ts and device (from iostat samples).",
     description="Per-device iostat figures, exploded from the disks array of node samples.",
     columns=(
@@ -166,6 +169,7 @@ SILVER_NODE_DISK_SAMPLES = Table(
 SILVER_NETWORK = Table(
     database="silver",
     name="network",
+    keys=("src_host", "dst_host", "ts", "test"),
     grain="one row per path (src_host, dst_host), ts and test.",
     description=(
         "perfSONAR results, typed and validated; src_site/dst_site resolved from host names "
@@ -191,6 +195,7 @@ SILVER_NETWORK = Table(
 SILVER_ACCOUNTING_SUMMARIES = Table(
     database="silver",
     name="accounting_summaries",
+    keys=("summary_key",),
     grain="one row per APEL summary group (summary_key: month, site, VO, user, resource shape).",
     description=(
         "APEL monthly accounting summaries (not per job), typed and validated; a re-sent "
@@ -219,6 +224,7 @@ QUARANTINE_ACCOUNTING_SUMMARIES = _quarantine("accounting_summaries")
 SILVER_JOB_NODE_FEATURES = Table(
     database="silver",
     name="job_node_features",
+    keys=("job_id", "week"),
     grain="one row per job attempt (job_id).",
     description=(
         "Each job's node samples (its host, ts within [start_time, end_time]) summarised. "
