@@ -7,9 +7,10 @@ from pyspark.sql import functions as F
 
 from gridlake.contracts import contract
 from gridlake.silver.common import valid_rows, with_lineage
+from gridlake.silver.tables import SILVER_NETWORK
 from gridlake.silver.validate import parse_and_validate
 
-NETWORK_KEYS = ("src_host", "dst_host", "ts", "test")
+NETWORK_KEYS = SILVER_NETWORK.keys  # the grain, as declared
 
 
 def validate_network(bronze: DataFrame) -> DataFrame:

@@ -7,10 +7,11 @@ from pyspark.sql import functions as F
 
 from gridlake.contracts import contract
 from gridlake.silver.common import valid_rows, with_lineage
+from gridlake.silver.tables import SILVER_NODE_DISK_SAMPLES, SILVER_NODE_SAMPLES
 from gridlake.silver.validate import parse_and_validate
 
-NODE_KEYS = ("host", "ts", "kind")
-DISK_KEYS = ("host", "ts", "device")
+NODE_KEYS = SILVER_NODE_SAMPLES.keys  # the grain, as declared
+DISK_KEYS = SILVER_NODE_DISK_SAMPLES.keys
 
 
 def validate_nodes(bronze: DataFrame) -> DataFrame:

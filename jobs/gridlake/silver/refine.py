@@ -189,8 +189,8 @@ SPECS: dict[str, RefineSpec] = {
         "jobs",
         jobs_tx.validate_jobs,
         _clean_jobs,
-        ("job_id",),
-        (Output(SILVER_JOBS, ("job_id",)),),
+        SILVER_JOBS.keys,
+        (Output(SILVER_JOBS, SILVER_JOBS.keys),),
         QUARANTINE_JOBS,
     ),
     "nodes": RefineSpec(
@@ -208,8 +208,8 @@ SPECS: dict[str, RefineSpec] = {
         "accounting_summaries",
         lambda df: parse_and_validate(df, contract("accounting_summaries")),
         _clean_summaries,
-        ("summary_key",),
-        (Output(SILVER_ACCOUNTING_SUMMARIES, ("summary_key",)),),
+        SILVER_ACCOUNTING_SUMMARIES.keys,
+        (Output(SILVER_ACCOUNTING_SUMMARIES, SILVER_ACCOUNTING_SUMMARIES.keys),),
         QUARANTINE_ACCOUNTING_SUMMARIES,
     ),
     "network": RefineSpec(
