@@ -4,8 +4,8 @@ Scheduled on the silver assets grid_ingest publishes (any of them updated) and, 
 every day at 03:00 UTC. Each task runs ``gridlake analyze --only <group>``, which overwrites the
 group's gold tables from silver (deterministic: a rerun or a backfill of any interval gives the
 same tables); its outlets are those tables. Tasks and their dependencies come from the manifest
-(``gridlake.gold.analyze.GROUPS`` and ``DEPENDS_ON``): a group that reads another group's gold
-tables runs after it.
+(the ``GROUP`` each gold family declares, collected in ``gridlake.gold.analyze.FAMILIES``): a
+group that reads another group's gold tables runs after it.
 """
 
 from __future__ import annotations

@@ -197,8 +197,9 @@ def test_weekly_reports_and_maintenance_tasks(report):
 
 
 def test_a_new_gold_group_needs_no_dag_edit(tmp_path):
-    """Adding a group is one line in gridlake.gold.analyze (GROUPS, and DEPENDS_ON when it reads
-    other groups' tables); `gridlake docs` writes the manifest and the DAG follows it."""
+    """Adding a group is its family module's GROUP (with ``after`` when it reads other groups'
+    tables) and one line in gridlake.gold.analyze.FAMILIES; `gridlake docs` writes the manifest
+    and the DAG follows it."""
     dags = tmp_path / "dags"
     shutil.copytree(REPO / "dags", dags)
     m = manifest()

@@ -26,180 +26,73 @@ added to it (an upgrade reaches existing instances) unless the operator's own ve
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from pyspark.ml import PipelineModel
 from pyspark.sql import DataFrame, SparkSession
 
+from gridlake.gold import (
+    cost,
+    efficiency,
+    io_signatures,
+    network,
+    serving,
+    site_efficiency,
+    site_efficiency_monthly,
+    speed_factors,
+)
+from gridlake.gold.group import GoldGroup, Inputs
 from gridlake.quality import CheckResult, gate
 from gridlake.settings import Settings, get_settings
 from gridlake.tabledef import Table
 
 log = logging.getLogger(__name__)
 
-GROUPS = (
-    "site_efficiency",
-    "efficiency",
-    "speed_factors",
-    "io_signatures",
-    "network",
-    "site_efficiency_monthly",
-    "cost",
-    "serving",
+# The gold families, in the order analyze runs them: each module declares its GROUP (tables,
+# inputs, build, the groups it reads) beside its transforms. A group's ``after`` groups must come
+# earlier here. After a change run ``gridlake docs``: it writes the DAG's manifest
+# (dags/gridlake_manifest.json), so the DAG gains the task with no DAG edit.
+FAMILIES: tuple[GoldGroup, ...] = (
+    site_efficiency.GROUP,
+    efficiency.GROUP,
+    speed_factors.GROUP,
+    io_signatures.GROUP,
+    network.GROUP,
+    site_efficiency_monthly.GROUP,
+    cost.GROUP,
+    serving.GROUP,
 )
-
+GROUPS: tuple[str, ...] = tuple(g.name for g in FAMILIES)
 # Groups that read gold tables of other groups, and those groups (a group listed here runs after
-# them, in ``analyze`` and as Airflow tasks of grid_analytics). Groups not listed read silver only.
-# Each dependency must come earlier in GROUPS. After a change run ``gridlake docs``: it writes the
-# DAG's manifest (dags/gridlake_manifest.json), so the DAG gains the task with no DAG edit.
-DEPENDS_ON: dict[str, tuple[str, ...]] = {
-    # cost reads the speed factors, site anomalies, I/O profiles and the network cost matrix
-    "cost": ("speed_factors", "io_signatures", "network"),
-    # serving pre-aggregates gold.network_link_status
-    "serving": ("network",),
-}
+# them, in ``analyze`` and as Airflow tasks of grid_analytics).
+DEPENDS_ON: dict[str, tuple[str, ...]] = {g.name: g.after for g in FAMILIES if g.after}
 
 
-def _group_tables(group: str) -> tuple[Table, ...]:
-    if group == "site_efficiency":
-        from gridlake.gold.site_efficiency import TABLES
-    elif group == "efficiency":
-        from gridlake.gold.efficiency import TABLES
-    elif group == "speed_factors":
-        from gridlake.gold.speed_factors import TABLES
-    elif group == "io_signatures":
-        from gridlake.gold.io_signatures import TABLES
-    elif group == "network":
-        from gridlake.gold.network import TABLES
-    elif group == "site_efficiency_monthly":
-        from gridlake.gold.site_efficiency_monthly import TABLES
-    elif group == "cost":
-        from gridlake.gold.cost import TABLES
-    elif group == "serving":
-        from gridlake.gold.serving import TABLES
-    else:
-        raise ValueError(f"unknown gold group {group!r}; one of {GROUPS}")
-    return TABLES
+def group(name: str) -> GoldGroup:
+    for g in FAMILIES:
+        if g.name == name:
+            return g
+    raise ValueError(f"unknown gold group {name!r}; one of {GROUPS}")
+
+
+def group_tables(name: str) -> tuple[Table, ...]:
+    return group(name).tables
 
 
 def gold_tables() -> tuple[Table, ...]:
-    return tuple(t for g in GROUPS for t in _group_tables(g))
+    return tuple(t for g in FAMILIES for t in g.tables)
 
 
-def gold_frames(jobs: DataFrame, group: str) -> dict[str, DataFrame]:
+def gold_frames(jobs: DataFrame, name: str) -> dict[str, DataFrame]:
     """The gold DataFrames of a group that needs silver.jobs only (benchmarks, what-ifs)."""
-    if group == "site_efficiency":
-        from gridlake.gold.site_efficiency import compute
-    elif group == "efficiency":
-        from gridlake.gold.efficiency import compute
-    elif group == "speed_factors":
-        from gridlake.gold.speed_factors import compute
-    else:
-        raise ValueError(f"group {group!r} needs more than silver.jobs")
-    return compute(jobs)
-
-
-def _read(spark: SparkSession, table: Table, settings: Settings) -> DataFrame:
-    table.ensure(spark, settings)
-    return spark.read.format("delta").load(table.path(settings))
-
-
-def _rules(spark: SparkSession, table: Table, default: Callable[[], DataFrame],
-           settings: Settings, key: str = "rule_id") -> DataFrame:  # fmt: skip
-    """The rules that apply: the operator's table plus every shipped rule version it lacks.
-
-    The highest rule_version of a rule_id applies, so a shipped upgrade (a new version of a
-    default rule) takes effect on an existing instance unless the operator has written a higher
-    version of their own; the operator's rows are never dropped or changed. The result is small
-    (a few rules) and is materialised before the table is rewritten with it.
-    """
-    existing = _read(spark, table, settings)
-    shipped = default()
-    missing = shipped.join(existing.select(key, "rule_version"), [key, "rule_version"],
-                           "left_anti")  # fmt: skip
-    rows = existing.unionByName(missing.select(*existing.columns)).collect()
-    return spark.createDataFrame(rows, existing.schema)
-
-
-def _frames(spark: SparkSession, group: str, settings: Settings) -> dict[str, DataFrame]:
-    from gridlake.silver.tables import (
-        SILVER_ACCOUNTING_SUMMARIES,
-        SILVER_JOB_NODE_FEATURES,
-        SILVER_JOBS,
-        SILVER_NETWORK,
-        SILVER_NODE_DISK_SAMPLES,
-        SILVER_NODE_SAMPLES,
-    )
-
-    if group == "network":
-        from gridlake.gold import network
-
-        return network.compute(
-            _read(spark, SILVER_NETWORK, settings), model=_saved_network_model(settings)
-        )
-    if group == "serving":
-        from gridlake.gold import network, serving
-
-        return serving.compute(_read(spark, network.GOLD_NETWORK_LINK_STATUS, settings))
-    jobs = _read(spark, SILVER_JOBS, settings)
-    if group == "site_efficiency_monthly":
-        from gridlake.gold import site_efficiency_monthly
-
-        return site_efficiency_monthly.compute(
-            _read(spark, SILVER_ACCOUNTING_SUMMARIES, settings), jobs
-        )
-    if group == "efficiency":
-        from gridlake.gold import efficiency
-
-        rules = _rules(spark, efficiency.GOLD_EFFICIENCY_OUTLIER_RULES,
-                             lambda: efficiency.outlier_rules_frame(spark), settings)  # fmt: skip
-        frames = efficiency.compute(jobs, rules)
-        return frames
-    if group == "cost":
-        from gridlake.gold import cost, io_signatures, network, speed_factors
-
-        prices = _rules(spark, cost.GOLD_COST_PRICES, lambda: cost.prices_frame(spark), settings,
-                        "site")  # fmt: skip
-        return cost.compute(
-            jobs,
-            _read(spark, speed_factors.GOLD_CPU_SPEED_FACTORS, settings),
-            _read(spark, speed_factors.GOLD_SITE_SPEED_ANOMALIES, settings),
-            _read(spark, io_signatures.GOLD_WORKFLOW_IO_PROFILE, settings),
-            _read(spark, network.GOLD_NETWORK_COST_MATRIX, settings),
-            prices,
-        )
-    if group == "io_signatures":
-        from gridlake.gold import io_signatures
-
-        rules = _rules(spark, io_signatures.GOLD_IO_SIGNATURE_RULES,
-                             lambda: io_signatures.io_rules_frame(spark), settings,
-                             "parameter")  # fmt: skip
-        frames = io_signatures.compute(
-            jobs,
-            _read(spark, SILVER_NODE_SAMPLES, settings),
-            _read(spark, SILVER_NODE_DISK_SAMPLES, settings),
-            _read(spark, SILVER_JOB_NODE_FEATURES, settings),
-            rules,
-        )
-        return frames
-    return gold_frames(jobs, group)
+    compute = {"site_efficiency": site_efficiency.compute, "efficiency": efficiency.compute,
+               "speed_factors": speed_factors.compute}  # fmt: skip
+    if name not in compute:
+        raise ValueError(f"group {name!r} needs more than silver.jobs")
+    return compute[name](jobs)
 
 
 LABELS_SCHEMA = "src_site STRING, dst_site STRING, ts TIMESTAMP, utilisation DOUBLE"
-
-
-def _saved_network_model(settings: Settings) -> PipelineModel | None:
-    """The congestion predictor saved by ``train_network``, or None before the first training."""
-    from gridlake.gold import network
-
-    try:
-        return network.load_model(settings)
-    except Exception as exc:  # a missing model is the normal state of a new warehouse
-        if "does not exist" not in str(exc) and "FileNotFound" not in str(exc):
-            raise
-        log.info("no saved network model yet: p_util_over_70_next stays null")
-        return None
 
 
 def train_network(
@@ -219,12 +112,11 @@ def train_network(
     (one version per training: never overwritten). The next ``analyze`` applies the model.
     Returns the run's rows.
     """
-    from gridlake.gold import network
     from gridlake.silver.tables import SILVER_NETWORK
 
     settings = settings or get_settings()
     labels = spark.read.csv(labels_path, header=True, schema=LABELS_SCHEMA)
-    samples = network.latency_samples(_read(spark, SILVER_NETWORK, settings))
+    samples = network.latency_samples(Inputs(spark, settings).read(SILVER_NETWORK))
     features = network.interval_features(samples, network.path_baselines(samples))
     trained = network.train_congestion_model(
         features.localCheckpoint(),
@@ -240,35 +132,11 @@ def train_network(
     return rows
 
 
-# What each group reads besides the rule tables it owns (their content is in the fingerprint):
-# silver tables, other groups' gold tables, and the network model's training runs (a retrained
-# model changes the predictions).
+# What each group reads besides the rule table it owns (whose content is in the fingerprint).
 GROUP_INPUTS: dict[str, tuple[str, ...]] = {
-    "site_efficiency": ("silver.jobs",),
-    "efficiency": ("silver.jobs",),
-    "speed_factors": ("silver.jobs",),
-    "io_signatures": (
-        "silver.jobs",
-        "silver.node_samples",
-        "silver.node_disk_samples",
-        "silver.job_node_features",
-    ),
-    "network": ("silver.network", "gold.network_model_runs"),
-    "site_efficiency_monthly": ("silver.accounting_summaries", "silver.jobs"),
-    "cost": (
-        "silver.jobs",
-        "gold.cpu_speed_factors",
-        "gold.site_speed_anomalies",
-        "gold.workflow_io_profile",
-        "gold.network_cost_matrix",
-    ),
-    "serving": ("gold.network_link_status",),
+    g.name: tuple(t.full_name for t in g.reads) for g in FAMILIES
 }
-RULE_TABLES = {
-    "efficiency": "gold.efficiency_outlier_rules",
-    "io_signatures": "gold.io_signature_rules",
-    "cost": "gold.cost_prices",
-}
+RULE_TABLES: dict[str, str] = {g.name: g.rules.full_name for g in FAMILIES if g.rules}
 FINGERPRINT_KEY = "gridlake.analyze.inputs"
 
 
@@ -307,8 +175,8 @@ def fingerprint(spark: SparkSession, group: str, settings: Settings) -> str:
     rules = ""
     if group in RULE_TABLES:
         table = known[RULE_TABLES[group]]
-        rows = sorted(json.dumps(r.asDict(), sort_keys=True, default=str)
-                      for r in _read(spark, table, settings).collect())  # fmt: skip  # a few rules
+        rule_rows = Inputs(spark, settings).read(table).collect()  # a few rules
+        rows = sorted(json.dumps(r.asDict(), sort_keys=True, default=str) for r in rule_rows)
         rules = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
     return json.dumps({"code": _code_hash(), "inputs": versions, "rules": rules}, sort_keys=True)
 
@@ -350,20 +218,23 @@ def analyze(
 
     settings = settings or get_settings()
     counts: dict[str, int] = {}
-    for group in groups or GROUPS:
-        tables = {t.full_name: t for t in _group_tables(group)}
+    unknown = [g for g in groups or () if g not in GROUPS]
+    if unknown:
+        raise ValueError(f"unknown gold groups {unknown}; one of {', '.join(GROUPS)}")
+    for name in groups or GROUPS:
+        tables = {t.full_name: t for t in group_tables(name)}
         for table in tables.values():  # every table exists, empty until its data suffices
             table.ensure(spark, settings)
-        fp = fingerprint(spark, group, settings)
+        fp = fingerprint(spark, name, settings)
         written = [t for t in tables.values() if t.full_name != "gold.network_model_runs"]
         if skip_current and all(_last_fingerprint(spark, t, settings) == fp for t in written):
-            log.warning("gold group %s is current (inputs unchanged): not recomputed", group)
+            log.warning("gold group %s is current (inputs unchanged): not recomputed", name)
             continue
         meta = json.dumps({FINGERPRINT_KEY: fp})
-        run_id = f"analyze-{group}-{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}"
-        for name, df in _frames(spark, group, settings).items():
-            counts[name] = write_gated(spark, tables[name], df, meta, run_id, settings)
-            log.info("gold %s: %d rows", name, counts[name])
+        run_id = f"analyze-{name}-{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}"
+        for full_name, df in group(name).build(Inputs(spark, settings)).items():
+            counts[full_name] = write_gated(spark, tables[full_name], df, meta, run_id, settings)
+            log.info("gold %s: %d rows", full_name, counts[full_name])
     return counts
 
 

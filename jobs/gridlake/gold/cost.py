@@ -71,6 +71,11 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from gridlake.gold.group import GoldGroup, Inputs
+from gridlake.gold.io_signatures import GOLD_WORKFLOW_IO_PROFILE
+from gridlake.gold.network import GOLD_NETWORK_COST_MATRIX
+from gridlake.gold.speed_factors import GOLD_CPU_SPEED_FACTORS, GOLD_SITE_SPEED_ANOMALIES
+from gridlake.silver.tables import SILVER_JOBS
 from gridlake.tabledef import Check, Column, Table
 
 __all__ = [
@@ -900,3 +905,29 @@ def compute(
         GOLD_SITE_WORKFLOW_COST.full_name: costs,
         GOLD_PLACEMENT_ADVICE.full_name: placement_advice(costs, network),
     }
+
+
+_READS = (
+    SILVER_JOBS,
+    GOLD_CPU_SPEED_FACTORS,
+    GOLD_SITE_SPEED_ANOMALIES,
+    GOLD_WORKFLOW_IO_PROFILE,
+    GOLD_NETWORK_COST_MATRIX,
+)
+
+
+def _build(inputs: Inputs) -> dict[str, DataFrame]:
+    prices = inputs.rules(GOLD_COST_PRICES, prices_frame, "site")
+    return compute(*(inputs.read(t) for t in _READS), prices)
+
+
+# Reads the speed factors, site anomalies, I/O profiles and the network cost matrix: runs after
+# the groups that write them.
+GROUP = GoldGroup(
+    "cost",
+    TABLES,
+    reads=_READS,
+    build=_build,
+    after=("speed_factors", "io_signatures", "network"),
+    rules=GOLD_COST_PRICES,
+)

@@ -26,6 +26,8 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from gridlake.gold.group import GoldGroup, Inputs
+from gridlake.silver.tables import SILVER_JOBS
 from gridlake.tabledef import Check, Column, Table
 
 __all__ = [
@@ -1389,3 +1391,13 @@ def compute(jobs: DataFrame, rules: DataFrame | None = None) -> dict[str, DataFr
     out[GOLD_EFFICIENCY_OUTLIERS.full_name] = efficiency_outliers(jobs, rules)
     tables = {t.full_name: t for t in TABLES}
     return {name: tables[name].conform(df) for name, df in out.items()}
+
+
+def _build(inputs: Inputs) -> dict[str, DataFrame]:
+    rules = inputs.rules(GOLD_EFFICIENCY_OUTLIER_RULES, outlier_rules_frame)
+    return compute(inputs.read(SILVER_JOBS), rules)
+
+
+GROUP = GoldGroup(
+    "efficiency", TABLES, reads=(SILVER_JOBS,), build=_build, rules=GOLD_EFFICIENCY_OUTLIER_RULES
+)

@@ -80,7 +80,14 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from gridlake.gold.group import GoldGroup, Inputs
 from gridlake.silver.features import job_buckets
+from gridlake.silver.tables import (
+    SILVER_JOB_NODE_FEATURES,
+    SILVER_JOBS,
+    SILVER_NODE_DISK_SAMPLES,
+    SILVER_NODE_SAMPLES,
+)
 from gridlake.tabledef import Check, Column, Table
 
 __all__ = [
@@ -939,3 +946,23 @@ def compute(
         GOLD_WORKFLOW_IO_PROFILE.full_name: workflow_io_profile(signatures),
         GOLD_SITE_IO_STRESS_WEEKLY.full_name: site_io_stress_weekly(signatures, saturation),
     }
+
+
+def _build(inputs: Inputs) -> dict[str, DataFrame]:
+    rules = inputs.rules(GOLD_IO_SIGNATURE_RULES, io_rules_frame, "parameter")
+    return compute(
+        inputs.read(SILVER_JOBS),
+        inputs.read(SILVER_NODE_SAMPLES),
+        inputs.read(SILVER_NODE_DISK_SAMPLES),
+        inputs.read(SILVER_JOB_NODE_FEATURES),
+        rules,
+    )
+
+
+GROUP = GoldGroup(
+    "io_signatures",
+    TABLES,
+    reads=(SILVER_JOBS, SILVER_NODE_SAMPLES, SILVER_NODE_DISK_SAMPLES, SILVER_JOB_NODE_FEATURES),
+    build=_build,
+    rules=GOLD_IO_SIGNATURE_RULES,
+)

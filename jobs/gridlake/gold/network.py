@@ -91,6 +91,7 @@ The predictor (``gold.network_model_runs``)
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -115,8 +116,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from gridlake.gold.group import GoldGroup, Inputs
 from gridlake.settings import Settings, get_settings
+from gridlake.silver.tables import SILVER_NETWORK
 from gridlake.tabledef import Check, Column, Table
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "FEATURE_COLUMNS",
@@ -1555,3 +1560,22 @@ def compute(
         network, _status_from_features(features, None)
     )
     return out
+
+
+def saved_model(settings: Settings) -> PipelineModel | None:
+    """The congestion predictor saved by ``train_network``, or None before the first training."""
+    try:
+        return load_model(settings)
+    except Exception as exc:  # a missing model is the normal state of a new warehouse
+        if "does not exist" not in str(exc) and "FileNotFound" not in str(exc):
+            raise
+        log.info("no saved network model yet: p_util_over_70_next stays null")
+        return None
+
+
+def _build(inputs: Inputs) -> dict[str, DataFrame]:
+    return compute(inputs.read(SILVER_NETWORK), model=saved_model(inputs.settings))
+
+
+# A retrained model changes the predictions: its runs table is an input of the group.
+GROUP = GoldGroup("network", TABLES, reads=(SILVER_NETWORK, GOLD_NETWORK_MODEL_RUNS), build=_build)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from gridlake.gold.group import GoldGroup, Inputs
+from gridlake.gold.network import GOLD_NETWORK_LINK_STATUS
 from gridlake.tabledef import Check, Column, Table
 
 __all__ = ["GOLD_NETWORK_LINK_HOURLY", "TABLES", "compute", "network_link_hourly"]
@@ -98,3 +100,13 @@ def network_link_hourly(link_status: DataFrame) -> DataFrame:
 
 def compute(link_status: DataFrame) -> dict[str, DataFrame]:
     return {GOLD_NETWORK_LINK_HOURLY.full_name: network_link_hourly(link_status)}
+
+
+def _build(inputs: Inputs) -> dict[str, DataFrame]:
+    return compute(inputs.read(GOLD_NETWORK_LINK_STATUS))
+
+
+# Pre-aggregates gold.network_link_status for the dashboards: runs after network.
+GROUP = GoldGroup(
+    "serving", TABLES, reads=(GOLD_NETWORK_LINK_STATUS,), build=_build, after=("network",)
+)

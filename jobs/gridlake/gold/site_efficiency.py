@@ -14,6 +14,8 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from gridlake.gold.group import GoldGroup, Inputs
+from gridlake.silver.tables import SILVER_JOBS
 from gridlake.tabledef import Check, Column, Table
 
 __all__ = [
@@ -287,3 +289,10 @@ def compute(jobs: DataFrame) -> dict[str, DataFrame]:
             site_jobtype_efficiency_weekly(jobs)
         ),
     }
+
+
+def _build(inputs: Inputs) -> dict[str, DataFrame]:
+    return compute(inputs.read(SILVER_JOBS))
+
+
+GROUP = GoldGroup("site_efficiency", TABLES, reads=(SILVER_JOBS,), build=_build)

@@ -13,6 +13,8 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from gridlake.gold.group import GoldGroup, Inputs
+from gridlake.silver.tables import SILVER_ACCOUNTING_SUMMARIES, SILVER_JOBS
 from gridlake.tabledef import Check, Column, Table
 
 __all__ = ["GOLD_SITE_EFFICIENCY_MONTHLY", "ROBOT_DN_MARK", "TABLES", "compute", "is_robot"]
@@ -185,3 +187,15 @@ def compute(summaries: DataFrame, jobs: DataFrame) -> dict[str, DataFrame]:
         _ratio(F.col("j.core_hours"), F.col("s.summary_core_hours")).alias("job_coverage"),
     )
     return {GOLD_SITE_EFFICIENCY_MONTHLY.full_name: GOLD_SITE_EFFICIENCY_MONTHLY.conform(out)}
+
+
+def _build(inputs: Inputs) -> dict[str, DataFrame]:
+    return compute(inputs.read(SILVER_ACCOUNTING_SUMMARIES), inputs.read(SILVER_JOBS))
+
+
+GROUP = GoldGroup(
+    "site_efficiency_monthly",
+    TABLES,
+    reads=(SILVER_ACCOUNTING_SUMMARIES, SILVER_JOBS),
+    build=_build,
+)

@@ -60,6 +60,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from gridlake.gold.group import GoldGroup, Inputs
+from gridlake.silver.tables import SILVER_JOBS
 from gridlake.tabledef import Check, Column, Table
 
 ALL = "ALL"
@@ -899,3 +901,10 @@ def compute(
         GOLD_BENCHMARK_MISMATCH.full_name: mismatch,
         GOLD_SITE_SPEED_ANOMALIES.full_name: anomalies,
     }
+
+
+def _build(inputs: Inputs) -> dict[str, DataFrame]:
+    return compute(inputs.read(SILVER_JOBS))
+
+
+GROUP = GoldGroup("speed_factors", TABLES, reads=(SILVER_JOBS,), build=_build)

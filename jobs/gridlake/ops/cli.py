@@ -12,17 +12,6 @@ from pathlib import Path
 
 from gridlake.settings import TOPICS, get_settings
 
-GOLD_GROUPS = (
-    "site_efficiency",
-    "efficiency",
-    "speed_factors",
-    "io_signatures",
-    "network",
-    "site_efficiency_monthly",
-    "cost",
-    "serving",
-)
-
 
 def _spark():  # noqa: ANN202
     from gridlake.spark import get_spark
@@ -89,10 +78,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     spark = _spark()
     written = analyze(spark, groups=groups, skip_current=args.skip_current)
     if args.skip_current:
-        from gridlake.gold.analyze import GROUPS, _group_tables
+        from gridlake.gold.analyze import GROUPS, group_tables
 
         for group in groups or GROUPS:
-            if not any(t.full_name in written for t in _group_tables(group)):
+            if not any(t.full_name in written for t in group_tables(group)):
                 print(f"gold group {group} is current (inputs unchanged since its last run)")
     for table, rows in written.items():
         print(f"{table}: {rows} rows")
@@ -494,7 +483,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("analyze", help="silver -> gold tables")
     s.add_argument(
         "--only",
-        help="comma-separated groups (default all): " + ",".join(GOLD_GROUPS),
+        help="comma-separated gold groups (default all; the groups of the DAG manifest, "
+        "dags/gridlake_manifest.json)",
     )
     s.add_argument(
         "--skip-current",

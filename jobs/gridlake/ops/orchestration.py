@@ -9,7 +9,7 @@ this manifest instead, written by ``gridlake docs`` (a test checks it is current
   grid_analytics each), the gold tables it writes (its assets) and the groups it runs after
   (``DEPENDS_ON``).
 
-So a new gold group is one line in ``GROUPS`` (and its tables in ``_group_tables``): after
+So a new gold group is its family module's ``GROUP`` and one line in ``analyze.FAMILIES``: after
 ``gridlake docs`` the analytics DAG has its task, outlets and dependencies.
 """
 
@@ -53,7 +53,7 @@ def check_dependencies(order: tuple[str, ...], after: dict[str, tuple[str, ...]]
 
 
 def manifest() -> dict[str, Any]:
-    from gridlake.gold.analyze import DEPENDS_ON, GROUPS, _group_tables
+    from gridlake.gold.analyze import DEPENDS_ON, GROUPS, group_tables
     from gridlake.silver.refine import FEATURE_INPUTS, REFINE_AFTER, SPECS
     from gridlake.silver.tables import SILVER_JOB_NODE_FEATURES
 
@@ -71,7 +71,7 @@ def manifest() -> dict[str, Any]:
         {
             "group": g,
             "after": list(DEPENDS_ON.get(g, ())),
-            "writes": [t.full_name for t in _group_tables(g)],
+            "writes": [t.full_name for t in group_tables(g)],
         }
         for g in GROUPS
     ]

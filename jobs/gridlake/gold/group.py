@@ -1,0 +1,63 @@
+"""A gold group: the tables one ``analyze`` step writes, what it reads, and how it builds them.
+
+Each family module under ``gridlake.gold`` declares its ``GROUP`` at its end, beside its tables
+and transforms; ``gridlake.gold.analyze`` collects them (``FAMILIES``) and everything else (the
+Airflow tasks and their order, the CLI's groups, the skip-current fingerprint) is derived from
+the declarations. Adding a gold table touches its family's module only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+
+from gridlake.settings import Settings
+from gridlake.tabledef import Table
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a group's ``build`` reads, from the warehouse of ``settings``."""
+
+    spark: SparkSession
+    settings: Settings
+
+    def read(self, table: Table) -> DataFrame:
+        table.ensure(self.spark, self.settings)
+        return self.spark.read.format("delta").load(table.path(self.settings))
+
+    def rules(
+        self, table: Table, shipped: Callable[[SparkSession], DataFrame], key: str = "rule_id"
+    ) -> DataFrame:
+        """The rules that apply: the operator's table plus every shipped rule version it lacks.
+
+        The highest rule_version of a rule applies, so a shipped upgrade (a new version of a
+        default rule) takes effect on an existing instance unless the operator has written a
+        higher version of their own; the operator's rows are never dropped or changed. The
+        result is small (a few rules) and is materialised before the table is rewritten with it.
+        """
+        existing = self.read(table)
+        missing = shipped(self.spark).join(
+            existing.select(key, "rule_version"), [key, "rule_version"], "left_anti"
+        )
+        rows = existing.unionByName(missing.select(*existing.columns)).collect()  # a few rules
+        return self.spark.createDataFrame(rows, existing.schema)
+
+
+@dataclass(frozen=True)
+class GoldGroup:
+    """One step of ``analyze`` and one task of the grid_analytics DAG.
+
+    ``reads``: every table ``build`` reads besides the rule table (silver tables, other groups'
+    gold, the network model's runs): a new version of one makes the group's gold stale.
+    ``after``: the groups whose gold it reads (they run first). ``rules``: the operator-editable
+    rule table it owns (written with the group, its content in the fingerprint)."""
+
+    name: str
+    tables: tuple[Table, ...]
+    reads: tuple[Table, ...]
+    build: Callable[[Inputs], dict[str, DataFrame]]
+    after: tuple[str, ...] = ()
+    rules: Table | None = None
