@@ -72,6 +72,11 @@ stop_pid() {
   rm -f "$f"
 }
 
+# Batch work (the gridlake Spark server, Airflow's scheduler and its tasks) runs at this nice
+# level, interactive serving (Thrift Server, Superset) at the default: on a small machine the
+# dashboards then keep their CPU share while the pipeline runs.
+GRIDLAKE_BATCH_NICE="${GRIDLAKE_BATCH_NICE:-10}"
+
 # start_bg NAME LOGFILE CMD...: start CMD in its own process group, record its PID.
 start_bg() {
   local name="$1" logf="$2"; shift 2

@@ -18,7 +18,7 @@ case "${1:-status}" in
     mkdir -p "$GRIDLAKE_STATE/spark-server"
     cd "$GRIDLAKE_STATE/spark-server"
     GRIDLAKE_DRIVER_MEMORY="${GRIDLAKE_SERVER_MEMORY:-3g}" \
-      start_bg spark-server "$GRIDLAKE_LOGS/spark-server.log" "$GRIDLAKE_VENV/bin/gridlake" server
+      start_bg spark-server "$GRIDLAKE_LOGS/spark-server.log" nice -n "$GRIDLAKE_BATCH_NICE" "$GRIDLAKE_VENV/bin/gridlake" server
     for _ in $(seq 1 180); do
       [ -S "$sock" ] && ping && break
       pid_alive spark-server || die "spark-server exited during start-up; see $GRIDLAKE_LOGS/spark-server.log"
