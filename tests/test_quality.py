@@ -25,7 +25,8 @@ def _silver(spark, records):
 def test_gate_passes_clean_batch(spark) -> None:
     df = _silver(spark, [GOOD, {**GOOD, "job_id": "j2"}])
     results = gate(SILVER_JOBS, df)
-    assert len(results) == len(SILVER_JOBS.checks)
+    assert len(results) == len(SILVER_JOBS.checks) + 1  # the declared checks and the key's
+    assert [r.check.kind for r in results][-1] == "unique_key"
     assert all(r.success for r in results)
 
 
