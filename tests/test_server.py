@@ -4,6 +4,7 @@ task costs no JVM start. Real server, real CLI processes, the test instance's me
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import socket
@@ -115,6 +116,25 @@ def test_a_person_never_queues_behind_the_scheduler(server, settings, capsys, mo
         assert "gridlake sql SELECT 2 AS queued: exit 0" in server_log(settings)[before:]
     finally:
         busy.unlink(missing_ok=True)
+
+
+def test_a_client_with_other_settings_runs_in_process(server, settings, capsys, monkeypatch,
+                                                      tmp_path):  # fmt: skip
+    """The session is the server's: a client whose settings differ (here another warehouse, as
+    GRIDLAKE_STORAGE_ROOT gives) is refused, told why, and runs the command itself, so that it
+    never reads or writes the server's warehouse by mistake."""
+    from gridlake.ops import server as server_module
+
+    other = dataclasses.replace(settings, storage_root=str(tmp_path / "elsewhere"))
+    monkeypatch.setattr(server_module, "get_settings", lambda: other)
+    before = len(server_log(settings))
+    assert server_module.forward(["sql", "SELECT 'elsewhere' AS here"]) is None
+    err = capsys.readouterr().err
+    assert "the gridlake server runs with other settings (storage_root)" in err, err
+    assert "elsewhere" not in server_log(settings)[before:]
+    monkeypatch.setattr(server_module, "get_settings", lambda: settings)
+    assert server_module.forward(["sql", "SELECT 'same' AS here"]) == 0
+    assert "gridlake sql SELECT 'same' AS here: exit 0" in server_log(settings)[before:]
 
 
 def test_without_a_server_the_cli_runs_in_process(settings, tmp_path):

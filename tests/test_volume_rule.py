@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from gridlake.silver.refine import MIN_VOLUME_SHARE, arrival_volume
+from gridlake.silver.refine import arrival_volume, min_volume_share
 
 from .test_validate import GOOD
 
@@ -40,7 +40,7 @@ def test_drop_against_the_median_of_the_previous_batches() -> None:
     ok = arrival_volume(21, hours(10), history)  # 21 per hour, just above 20 % of 100
     low = arrival_volume(19, hours(10), history)
     assert ok.history_median == low.history_median == median
-    assert MIN_VOLUME_SHARE == 0.2
+    assert min_volume_share() == 0.2
     assert not ok.dropped and low.dropped
     # unmeasured batches in between (bursts) neither count in the history nor hide the last time
     gap = [(hours(9), None), *history[1:]]

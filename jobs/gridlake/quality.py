@@ -97,16 +97,21 @@ def _key_checks(table: Table, df: DataFrame) -> list[CheckResult]:
     return [CheckResult(check, not dup, detail)]
 
 
-MIN_ROW_SHARE = float(os.environ.get("GRIDLAKE_GOLD_MIN_ROW_SHARE", "0.5"))
+def min_row_share() -> float:
+    """GRIDLAKE_GOLD_MIN_ROW_SHARE (0.5), read at each check (a served command brings its own
+    environment)."""
+    return float(os.environ.get("GRIDLAKE_GOLD_MIN_ROW_SHARE", "0.5"))
 
 
 def _row_count_check(rows: int, previous_rows: int | None) -> list[CheckResult]:
-    """A replaced table keeps at least MIN_ROW_SHARE of its previous rows, and is not emptied."""
+    """A replaced table keeps at least min_row_share() of its previous rows, and is not
+    emptied."""
     if not previous_rows:
         return []
-    ok = rows > 0 and rows >= MIN_ROW_SHARE * previous_rows
+    share = min_row_share()
+    ok = rows > 0 and rows >= share * previous_rows
     detail = f"observed_value={rows} rows, previous version {previous_rows}"
-    return [CheckResult(Check("row_count_vs_previous", None, {"min_share": MIN_ROW_SHARE}), ok,
+    return [CheckResult(Check("row_count_vs_previous", None, {"min_share": share}), ok,
                         detail)]  # fmt: skip
 
 

@@ -26,14 +26,21 @@ arguments to it when it runs (see :func:`forward`) and runs in-process otherwise
 - **Only local mode**: with ``GRIDLAKE_ENV=cluster`` the commands are submitted to the cluster
   as before; ``GRIDLAKE_SERVER=off`` runs a command in-process even when the server runs.
 
-Protocol: one JSON line from the client (``{"argv": [...], "cwd": "..."}`` or ``{"ping": 1}``),
-then JSON lines from the server: ``{"o": text}`` / ``{"e": text}`` for output and a last
-``{"rc": code}``.
+- **Same settings, own knobs**: the session is built from the server's settings (warehouse,
+  metastore, Kafka, instance), so a client whose settings differ (e.g. ``GRIDLAKE_STORAGE_ROOT``
+  pointing elsewhere) is refused and runs the command in-process. The per-command knobs
+  (``PER_COMMAND_ENV``: thresholds, the VACUUM mode, skip-current) travel with the command and
+  are set in the server's environment while it runs.
+
+Protocol: one JSON line from the client (``{"argv": [...], "cwd": "...", "settings": key,
+"env": {...}}`` or ``{"ping": 1}``), then JSON lines from the server: ``{"o": text}`` /
+``{"e": text}`` for output and a last ``{"rc": code}``, or a single ``{"refused": why}``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import logging
@@ -67,6 +74,27 @@ SERVED = frozenset(
         "train-network",
     }
 )
+
+
+# Environment a command reads when it runs (not when the process starts): it goes with the
+# command and is set in the server for its duration. Everything else the settings hold is the
+# server's own (see settings_key).
+PER_COMMAND_ENV = frozenset(
+    {
+        "GRIDLAKE_ANALYZE_SKIP_CURRENT",
+        "GRIDLAKE_VACUUM",
+        "GRIDLAKE_MAX_QUARANTINE_SHARE",
+        "GRIDLAKE_MIN_VOLUME_SHARE",
+        "GRIDLAKE_GOLD_MIN_ROW_SHARE",
+        "GRIDLAKE_CHROMIUM",
+    }
+)
+
+
+def settings_key(settings: Settings) -> dict[str, str]:
+    """What a session is built from: a command may run in the server only when its own settings
+    give the same (the client compares nothing itself; the server names the differences)."""
+    return {k: str(v) for k, v in dataclasses.asdict(settings).items()}
 
 
 def socket_path(settings: Settings | None = None) -> Path:
@@ -153,9 +181,18 @@ def forward(argv: Sequence[str]) -> int | None:
     if sock is None:
         return None
     try:
-        request = {"argv": list(argv), "cwd": os.getcwd()}
+        request = {
+            "argv": list(argv),
+            "cwd": os.getcwd(),
+            "settings": settings_key(settings),
+            "env": {k: v for k, v in os.environ.items() if k in PER_COMMAND_ENV},
+        }
         sock.sendall(json.dumps(request).encode() + b"\n")
         for msg in _lines(sock):
+            if "refused" in msg:
+                print(f"gridlake: {msg['refused']}: running in a process of its own",
+                      file=sys.stderr)  # fmt: skip
+                return None
             if "o" in msg:
                 sys.stdout.write(msg["o"])
                 sys.stdout.flush()
@@ -321,6 +358,14 @@ def _serve_one(spark: Any, main: Callable[[list[str]], int], conn: socket.socket
         conn.sendall(b'{"rc": 0}\n')
         return
     argv = [str(a) for a in request.get("argv", [])]
+    mine = settings_key(get_settings())
+    theirs = request.get("settings") or {}
+    differ = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+    if differ:
+        why = f"the gridlake server runs with other settings ({', '.join(differ)})"
+        with contextlib.suppress(OSError):
+            conn.sendall(json.dumps({"refused": why}).encode() + b"\n")
+        return
     t0 = time.monotonic()
     done = threading.Event()
     why = f"the client of 'gridlake {' '.join(argv)}' left"
@@ -331,9 +376,19 @@ def _serve_one(spark: Any, main: Callable[[list[str]], int], conn: socket.socket
     out.target = err.target = conn
     busy = busy_path()
     busy.write_text(f"gridlake {' '.join(argv)}, since {time.strftime('%H:%M:%S')}\n")
+    env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in PER_COMMAND_ENV}
+    saved = {k: os.environ.get(k) for k in PER_COMMAND_ENV}
+    for k in PER_COMMAND_ENV:  # the command's knobs, and none of an earlier command's
+        os.environ.pop(k, None)
+    os.environ.update(env)
     try:
         rc = _run(spark, main, argv, str(request.get("cwd") or "/"))
     finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         busy.unlink(missing_ok=True)
         out.target = err.target = None
         done.set()

@@ -73,15 +73,28 @@ FEATURE_INPUTS = ("jobs", "nodes")
 REFINE_AFTER: dict[str, tuple[str, ...]] = {"jobs": ("nodes",)}
 
 APP_ID = "gridlake-refine"
+
+
 # Batch-level breaker: a batch with more than this share quarantined is refused whole (a broken
 # producer, not bad luck). Small batches are exempt: a handful of bad records is not a trend.
-MAX_QUARANTINE_SHARE = float(os.environ.get("GRIDLAKE_MAX_QUARANTINE_SHARE", "0.5"))
+def max_quarantine_share() -> float:
+    """GRIDLAKE_MAX_QUARANTINE_SHARE (0.5), read when a batch is checked (a served command
+    brings its own environment)."""
+    return float(os.environ.get("GRIDLAKE_MAX_QUARANTINE_SHARE", "0.5"))
+
+
 BREAKER_MIN_ROWS = 100
+
+
 # Batch-level volume rule: a batch whose arrival rate (records per hour of Kafka time since the
 # previous batch's last record) is below this share of the median rate of the previous batches
 # is refused. Rates over spans shorter than VOLUME_MIN_SPAN_SECONDS are not measured (a burst,
 # e.g. a backfill published at once), and the rule waits for VOLUME_MIN_HISTORY measured batches.
-MIN_VOLUME_SHARE = float(os.environ.get("GRIDLAKE_MIN_VOLUME_SHARE", "0.2"))
+def min_volume_share() -> float:
+    """GRIDLAKE_MIN_VOLUME_SHARE (0.2), read when a batch is checked."""
+    return float(os.environ.get("GRIDLAKE_MIN_VOLUME_SHARE", "0.2"))
+
+
 VOLUME_HISTORY = 10
 VOLUME_MIN_HISTORY = 5
 VOLUME_MIN_SPAN_SECONDS = 600
@@ -101,10 +114,11 @@ def arrival_volume(
     rows: int,
     kafka_ts_max: datetime | None,
     previous: Sequence[tuple[datetime | None, float | None]],
-    min_share: float = MIN_VOLUME_SHARE,
+    min_share: float | None = None,
 ) -> Volume:
     """Rate of this batch and whether it dropped. ``previous``: (kafka_ts_max, rate_per_hour)
     of the input's earlier batches, newest first (from silver.batch_audit)."""
+    min_share = min_volume_share() if min_share is None else min_share
     last = next((t for t, _ in previous if t is not None), None)
     rate = None
     if kafka_ts_max is not None and last is not None:
@@ -360,11 +374,11 @@ def process_batch(
              record=lambda results: _record_checks(spark, results, spec, batch_id, batch_num,
                                                    settings))  # fmt: skip
         share = quarantined / bronze_rows if bronze_rows else 0.0
-        if bronze_rows >= BREAKER_MIN_ROWS and share > MAX_QUARANTINE_SHARE:
+        if bronze_rows >= BREAKER_MIN_ROWS and share > max_quarantine_share():
             raise QualityGateError(
                 f"quality gate failed for {spec.main.full_name}: {quarantined} of {bronze_rows} "
                 f"records ({share:.0%}) would be quarantined, above the limit "
-                f"{MAX_QUARANTINE_SHARE:.0%} (GRIDLAKE_MAX_QUARANTINE_SHARE); see "
+                f"{max_quarantine_share():.0%} (GRIDLAKE_MAX_QUARANTINE_SHARE); see "
                 f"{spec.quarantine.full_name} reasons by re-running with a higher limit"
             )
 
@@ -377,7 +391,7 @@ def process_batch(
             raise QualityGateError(
                 f"quality gate failed for {spec.main.full_name}: volume drop: "
                 f"{bronze_rows} records at {volume.rate_per_hour:.1f} per hour, below "
-                f"{MIN_VOLUME_SHARE:.0%} of the median {volume.history_median:.1f} per hour of "
+                f"{min_volume_share():.0%} of the median {volume.history_median:.1f} per hour of "
                 f"the previous batches (GRIDLAKE_MIN_VOLUME_SHARE); check the producers, or "
                 f"accept a genuine drop with `gridlake refine --accept-volume-drop`"
             )
