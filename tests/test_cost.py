@@ -1,7 +1,7 @@
 """Cost functions and workload placement (gridlake.gold.cost, gridlake.gold.whatif).
 
-- the README's worked example ("Cost functions"), hand-computed, reproduced from small silver and
-  gold frames: every term, the interval, prices, ranks and the placement advice;
+- the worked example of the methods (jobs/gridlake/gold/README.md, "Cost functions"),
+  hand-computed, reproduced from small silver and gold frames: every term, the interval, prices, ranks and the placement advice;
 - missing evidence stays missing (no speed factor, no path, no price);
 - the simulated grid: the ranking of sites per job type against the planted true cost
   (truth.json ``true_cost``), and the slow-storage site last where the truth says so;
@@ -27,7 +27,7 @@ from gridlake.gold.whatif import load_scenario, parse_scenario, whatif
 from gridlake.settings import REPO_ROOT
 
 # --------------------------------------------------------------------------------------------
-# The worked example of the README (job type reco, sites A and B, one week)
+# The worked example of jobs/gridlake/gold/README.md (job type reco, sites A and B, one week)
 # --------------------------------------------------------------------------------------------
 
 WEEK = date(2026, 11, 16)
@@ -85,7 +85,7 @@ EXAMPLE_PRICES = [
     cost.Price(2, "B", 1.2, "new contract"),
 ]
 
-# By hand (README "Cost functions"):
+# By hand (jobs/gridlake/gold/README.md, "Cost functions"):
 # r = (3200 x 1 / 1.0 + 880 x 1 / 1.1 + 1408 x 1.25 / 1.1) / (400 + 300) = 5600 / 700 = 8
 # A: v = 1.0; x = 8; e = 3200 / 4000 = 0.8; w = 4500 / 4000 = 1.125 (a3 failed and retried)
 #    core-s/event = 8 / 0.8 x 1.125 = 11.25; cost = 11.25 x 1.0 / 3.6 = 3.125
@@ -113,7 +113,7 @@ EXPECTED = {
               cost_rank=2, n_jobs=3, n_successful_jobs=2, n_tasks=2, events=300,
               badput_core_hours=800 / 3600, retry_waste_core_hours=0.0),
 }  # fmt: skip
-# The figures the README prints (rounded), reproduced below.
+# The figures the methods print (rounded), reproduced below.
 README_FIGURES = {
     "A": {"core_seconds_per_event": "11.250", "cost_per_1000_events": "3.125"},
     "B": {"core_seconds_per_event": "13.378", "cost_per_1000_events": "4.459"},
@@ -204,8 +204,8 @@ def test_worked_example_placement(example) -> None:
     assert bb.candidate_rank == 1
 
 
-def test_readme_shows_the_worked_example(example) -> None:
-    text = (REPO_ROOT / "README.md").read_text()
+def test_methods_show_the_worked_example(example) -> None:
+    text = (REPO_ROOT / "jobs" / "gridlake" / "gold" / "README.md").read_text()
     section = text.split("## Cost functions", 1)[1].split("\n## ", 1)[0]
     rows = {r.site: r for r in example["gold.site_workflow_cost"]}
     for site, figures in README_FIGURES.items():
