@@ -1,7 +1,8 @@
 """Cost functions and workload placement (gridlake.gold.cost, gridlake.gold.whatif).
 
 - the worked example of the methods (jobs/gridlake/gold/README.md, "Cost functions"),
-  hand-computed, reproduced from small silver and gold frames: every term, the interval, prices, ranks and the placement advice;
+  hand-computed, reproduced from small silver and gold frames: every term, the interval,
+  prices, ranks and the placement advice;
 - missing evidence stays missing (no speed factor, no path, no price);
 - the simulated grid: the ranking of sites per job type against the planted true cost
   (truth.json ``true_cost``), and the slow-storage site last where the truth says so;
