@@ -61,7 +61,11 @@ def run_checks(table: Table, df: DataFrame) -> list[CheckResult]:
 
     if not table.checks:
         return []
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
     context = gx.get_context(mode="ephemeral")
+    # No "Calculating Metrics" bars in task logs and CLI output (a line per check and table).
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
     source = context.data_sources.add_spark(name="gridlake")
     asset = source.add_dataframe_asset(name=table.full_name.replace(".", "_"))
     batch_def = asset.add_batch_definition_whole_dataframe("whole")
