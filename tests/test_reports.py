@@ -481,7 +481,9 @@ def test_quality_docs_show_the_suites_and_the_gate_results(tmp_path):
     from gridlake.serving.quality_docs import write_quality_docs
 
     at = datetime(2026, 11, 20, 8, 0)
-    checks = [(c.kind, c.column, c.severity) for c in SILVER_JOBS.checks]
+    from gridlake.quality import key_check
+
+    checks = [(c.kind, c.column, c.severity) for c in (*SILVER_JOBS.checks, key_check(SILVER_JOBS))]
 
     def batch(batch_id, failed=(), minute=0):
         return [
@@ -495,9 +497,10 @@ def test_quality_docs_show_the_suites_and_the_gate_results(tmp_path):
 
     rows = batch("jobs-0") + batch("jobs-1", failed={("not_null", "site")}, minute=5)
     rows += batch("jobs-2", failed={("in_set", "is_outlier")}, minute=9)  # a warn check only
+    rows += batch("jobs-3", failed={("unique_key", "job_id")}, minute=12)  # the key's check
     rows.append({**rows[0], "check_kind": "retired_check", "batch_id": "jobs-0"})
     docs = write_quality_docs(rows, tmp_path / "quality-docs", tables=(SILVER_JOBS,))
-    assert (docs.suites, docs.validations, docs.skipped_results) == (1, 3, 1)
+    assert (docs.suites, docs.validations, docs.skipped_results) == (1, 4, 1)
     index = docs.index.read_text()
     assert "silver_jobs" in index
     store = tmp_path / "quality-docs" / "gx" / "uncommitted" / "validations" / "silver_jobs"
@@ -506,12 +509,16 @@ def test_quality_docs_show_the_suites_and_the_gate_results(tmp_path):
         "jobs-0": True,
         "jobs-1": False,  # a circuit breaker failed: the gate refused the batch
         "jobs-2": True,  # only a warning failed
+        "jobs-3": False,  # two rows shared a key
     }
+    dup = [r for r in verdicts["jobs-3"]["results"] if not r["success"]]
+    kinds = [r["expectation_config"]["type"] for r in dup]
+    assert kinds == ["expect_column_values_to_be_unique"]  # a one-column key
     failed = [r for r in verdicts["jobs-1"]["results"] if not r["success"]]
     assert [(r["expectation_config"]["type"], r["result"]["unexpected_count"]) for r in failed] == [
         ("expect_column_values_to_not_be_null", 3)
     ]
     pages = sorted(p.name for p in docs.index.parent.rglob("jobs-*.html"))
-    assert pages == ["jobs-0.html", "jobs-1.html", "jobs-2.html"]
+    assert pages == ["jobs-0.html", "jobs-1.html", "jobs-2.html", "jobs-3.html"]
     suite_page = (docs.index.parent / "expectations" / "silver_jobs.html").read_text()
     assert "job_id" in suite_page and "status" in suite_page

@@ -48,6 +48,11 @@ def _expectation(check: Check):  # noqa: ANN202 - returns a great_expectations E
             return gxe.ExpectColumnValuesToBeBetween(column=check.column, **a)
         case "in_set":
             return gxe.ExpectColumnValuesToBeInSet(column=check.column, **a)
+        case "unique_key":  # the table's key (Table.keys), checked natively by gate
+            columns = list(a["columns"])
+            if len(columns) == 1:
+                return gxe.ExpectColumnValuesToBeUnique(column=columns[0])
+            return gxe.ExpectCompoundColumnsToBeUnique(column_list=columns)
         case "pair_greater_or_equal":
             return gxe.ExpectColumnPairValuesAToBeGreaterThanB(or_equal=True, **a)
         case _:
@@ -86,10 +91,18 @@ def run_checks(table: Table, df: DataFrame) -> list[CheckResult]:
     return results
 
 
+def key_check(table: Table) -> Check | None:
+    """The check the table's key implies (None without a key)."""
+    if not table.keys:
+        return None
+    return Check("unique_key", ",".join(table.keys), {"columns": list(table.keys)})
+
+
 def _key_checks(table: Table, df: DataFrame) -> list[CheckResult]:
     """No two rows share the key (nulls compare equal here, as in GROUP BY); the first
     duplicate found is the evidence. Not-null columns are the declared checks' business."""
-    if not table.keys:
+    check = key_check(table)
+    if check is None:
         return []
     keys = list(table.keys)
     dup = df.groupBy(*keys).count().where(F.col("count") > 1).limit(1).collect()  # <= 1 row
@@ -97,7 +110,6 @@ def _key_checks(table: Table, df: DataFrame) -> list[CheckResult]:
     if dup:
         row = dup[0].asDict()
         detail = f"{row.pop('count')} rows with " + ", ".join(f"{k}={v}" for k, v in row.items())
-    check = Check("unique_key", ",".join(keys), {"columns": keys})
     return [CheckResult(check, not dup, detail)]
 
 

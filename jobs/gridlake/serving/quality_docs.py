@@ -62,7 +62,7 @@ def _parse_detail(detail: str | None) -> dict[str, Any]:
 def _checked_tables() -> tuple[Table, ...]:
     from gridlake.catalog import ALL_TABLES
 
-    return tuple(t for t in ALL_TABLES if t.checks)
+    return tuple(t for t in ALL_TABLES if t.checks or t.keys)
 
 
 def _kept_results(spark: SparkSession, keep_batches: int, settings: Settings) -> list[Any]:
@@ -110,7 +110,7 @@ def write_quality_docs(
         ValidationResultIdentifier,
     )
 
-    from gridlake.quality import _expectation
+    from gridlake.quality import _expectation, key_check
 
     build = root.with_name(f".{root.name}-build")
     shutil.rmtree(build, ignore_errors=True)
@@ -120,7 +120,8 @@ def write_quality_docs(
     for table in tables if tables is not None else _checked_tables():
         suite = context.suites.add(gx.ExpectationSuite(name=suite_name(table.full_name)))
         by_check: dict[tuple[str, str | None], Any] = {}
-        for check in table.checks:
+        key = key_check(table)
+        for check in (*table.checks, *((key,) if key else ())):
             exp = _expectation(check)
             exp.severity = _SEVERITY.get(check.severity, "critical")
             by_check[(check.kind, check.column)] = suite.add_expectation(exp)
