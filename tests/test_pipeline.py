@@ -309,9 +309,9 @@ def test_rerun_and_replay_change_nothing(spark, gold_demo) -> None:
     from gridlake.silver.refine import SPECS, RefineStats, process_batch, refine_jobs
 
     refine_jobs(spark)  # whatever earlier tests left in bronze
-    # The efficiency group reads silver.jobs alone and writes the table compared below; the
-    # other groups' reruns are covered by the nightly orchestration test (analytics twice).
-    analyze(spark, groups=["efficiency"])
+    # The site_efficiency group reads silver.jobs alone and writes the table compared below;
+    # the other groups' reruns are covered by the nightly orchestration test (analytics twice).
+    analyze(spark, groups=["site_efficiency"])
     silver_before = _table(spark, SILVER_JOBS).count()
     quarantine_before = _table(spark, QUARANTINE_JOBS).count()
     gold_before = sorted(_table(spark, GOLD_SITE_EFFICIENCY_WEEKLY).collect())
@@ -325,7 +325,7 @@ def test_rerun_and_replay_change_nothing(spark, gold_demo) -> None:
     assert stats.audit[0]["inserted_rows"] == 0
     assert stats.audit[0]["updated_rows"] == 0
 
-    analyze(spark, groups=["efficiency"])
+    analyze(spark, groups=["site_efficiency"])
     assert _table(spark, SILVER_JOBS).count() == silver_before
     assert _table(spark, QUARANTINE_JOBS).count() == quarantine_before
     assert sorted(_table(spark, GOLD_SITE_EFFICIENCY_WEEKLY).collect()) == gold_before
@@ -365,33 +365,44 @@ def test_shipped_rule_upgrades_apply_and_operator_versions_win(spark, gold_demo)
 
 def test_analyze_skips_a_group_whose_inputs_did_not_change(spark, gold_demo) -> None:
     """skip_current (Airflow's runs): a group is recomputed only when its code, an input table's
-    version or its rules' content changed since its tables were last written."""
+    version or its rules' content changed since its tables were last written. The input-version
+    half on site_efficiency (one short group), the rules half on efficiency (the group with
+    rules): three runs of the long group, not five."""
     from delta.tables import DeltaTable
 
-    from gridlake.gold import efficiency
+    from gridlake.gold import efficiency, site_efficiency
     from gridlake.gold.analyze import analyze
 
     outliers, rules = efficiency.GOLD_EFFICIENCY_OUTLIERS, efficiency.GOLD_EFFICIENCY_OUTLIER_RULES
+    weekly = site_efficiency.GOLD_SITE_EFFICIENCY_WEEKLY
 
     def version(table) -> int:
         return DeltaTable.forPath(spark, table.path()).history(1).first()["version"]
 
-    analyze(spark, groups=["efficiency"])  # writes the fingerprint with the tables
+    # An input's new version: recomputed, then current again.
+    analyze(spark, groups=["site_efficiency"])  # writes the fingerprint with the tables
+    v = version(weekly)
+    assert analyze(spark, groups=["site_efficiency"], skip_current=True) == {}
+    assert version(weekly) == v  # nothing rewritten
+    # A new version of silver.jobs (here a property, no rows): recomputed.
+    spark.sql(f"ALTER TABLE {SILVER_JOBS.full_name} SET TBLPROPERTIES ('gridlake.test' = '1')")
+    try:
+        again = analyze(spark, groups=["site_efficiency"], skip_current=True)
+        assert again[weekly.full_name] == _table(spark, weekly).count() > 0
+        assert version(weekly) == v + 1
+        assert analyze(spark, groups=["site_efficiency"], skip_current=True) == {}
+    finally:
+        spark.sql(f"ALTER TABLE {SILVER_JOBS.full_name} UNSET TBLPROPERTIES ('gridlake.test')")
+
+    # The rules: rewritten with the same content, still current; an operator's new rule
+    # version (content), recomputed.
+    analyze(spark, groups=["efficiency"])
     v = version(outliers)
-    assert analyze(spark, groups=["efficiency"], skip_current=True) == {}
-    assert version(outliers) == v  # nothing rewritten
-    # The rules rewritten with the same content: still current.
     _table(spark, rules).localCheckpoint().write.format("delta").mode("overwrite").save(
         rules.path()
     )
     assert analyze(spark, groups=["efficiency"], skip_current=True) == {}
-    # A new version of silver.jobs (here a property, no rows): recomputed.
-    spark.sql(f"ALTER TABLE {SILVER_JOBS.full_name} SET TBLPROPERTIES ('gridlake.test' = '1')")
-    again = analyze(spark, groups=["efficiency"], skip_current=True)
-    assert again[outliers.full_name] == _table(spark, outliers).count()
-    assert version(outliers) == v + 1
-    assert analyze(spark, groups=["efficiency"], skip_current=True) == {}
-    # An operator's new rule version (content): recomputed.
+    assert version(outliers) == v
     shipped = efficiency.DEFAULT_OUTLIER_RULES
     peers = next(r for r in shipped if r.rule_id == "site-efficiency-peers")
     mine = peers._replace(rule_version=9, description="operator: test")
@@ -399,12 +410,12 @@ def test_analyze_skips_a_group_whose_inputs_did_not_change(spark, gold_demo) -> 
     rows.write.format("delta").mode("overwrite").save(rules.path())
     try:
         assert outliers.full_name in analyze(spark, groups=["efficiency"], skip_current=True)
+        assert version(outliers) == v + 1
     finally:
-        spark.sql(f"ALTER TABLE {SILVER_JOBS.full_name} UNSET TBLPROPERTIES ('gridlake.test')")
         efficiency.outlier_rules_frame(spark).write.format("delta").mode("overwrite").save(
             rules.path()
         )
-        analyze(spark, groups=["efficiency"])
+        analyze(spark, groups=["efficiency"], skip_current=True)
 
 
 def test_a_duplicate_gold_key_fails_analyze_and_keeps_the_previous_version(

@@ -93,7 +93,7 @@ def test_real_osg_summaries_keep_known_facts(spark, kafka) -> None:
     ingest(spark, ("accounting_summaries",))
     refine(spark, "accounting_summaries")
     summaries = spark.read.format("delta").load(SILVER_ACCOUNTING_SUMMARIES.path())
-    jobs = spark.read.format("delta").load(SILVER_JOBS.path()).limit(0)
+    jobs = SILVER_JOBS.empty(spark)
     (df,) = compute(summaries, jobs).values()
     failed = [r for r in run_checks(GOLD_SITE_EFFICIENCY_MONTHLY, df) if not r.success]
     assert not failed, failed

@@ -104,6 +104,12 @@ class Table:
             cols = ", ".join(f"`{c.name}` {c.ddl_type} COMMENT {_q(c.comment)}" for c in missing)
             spark.sql(f"ALTER TABLE {self.full_name} ADD COLUMNS ({cols})")
 
+    def empty(self, spark: SparkSession) -> DataFrame:
+        """A frame with the table's columns and no rows (a transform's input in tests)."""
+        return spark.createDataFrame(
+            [], ", ".join(f"`{c.name}` {c.ddl_type}" for c in self.columns)
+        )
+
     def conform(self, df: DataFrame) -> DataFrame:
         """Select the table's columns in order, cast to their types (fails on a missing one)."""
         from pyspark.sql import functions as F
