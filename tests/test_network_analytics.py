@@ -619,9 +619,11 @@ def test_train_network_versions_runs_and_analyze_applies_the_model(
     first = train_network(spark, labels, local, model_types=("gbt",), n_held_out=1).collect()
     assert sorted(r.scope for r in first) == ["final", "held_out_link", "pooled"]
     assert len({r.run_id for r in first}) == 1
-    train_network(spark, labels, local, model_types=("gbt",), n_held_out=1)
+    # a second training (no held-out link this time: the final fit alone) is a second version
+    second = train_network(spark, labels, local, model_types=("gbt",), n_held_out=0).collect()
+    assert [r.scope for r in second] == ["final"]
     runs = spark.read.format("delta").load(runs_path)
-    assert runs.count() == 6 and runs.select("run_id").distinct().count() == 2
+    assert runs.count() == 4 and runs.select("run_id").distinct().count() == 2
 
     analyze(spark, local, groups=["network"])
     status = spark.read.format("delta").load(N.GOLD_NETWORK_LINK_STATUS.path(local))
