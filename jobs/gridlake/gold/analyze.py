@@ -147,9 +147,9 @@ def _code_hash() -> str:
 
     root = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    files = [*root.glob("*.py"), root.parent / "tabledef.py", root.parent / "silver" / "tables.py"]
-    for path in sorted(files):
-        digest.update(path.name.encode() + path.read_bytes())
+    files = [*root.rglob("*.py"), root.parent / "tabledef.py", root.parent / "silver" / "tables.py"]
+    for path in sorted(files):  # family subpackages (gold/network/) included
+        digest.update(path.relative_to(root.parent).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 

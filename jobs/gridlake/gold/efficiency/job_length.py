@@ -1,0 +1,135 @@
+"""gold.job_length_advice: initialisation cost, hazard and the optimal job length."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from gridlake.gold.efficiency.columns import _failed, _success
+from gridlake.gold.efficiency.params import DAYS_PER_YEAR, START_FAILURE_MODES
+from gridlake.gold.efficiency.reference import optimal_job_length, useful_fraction
+
+# --------------------------------------------------------------------------------------------
+# gold.job_length_advice
+# --------------------------------------------------------------------------------------------
+
+MIN_INIT_GROUP_JOBS = 3
+
+
+def init_intercepts(jobs: DataFrame) -> DataFrame:
+    """Per (job_type, task_id, cpu_model, site): intercept of wall_seconds vs events by least
+    squares, from per-group sums (n, sum x, sum y, sum xy, sum x^2); successful attempts with
+    events > 0, groups with n >= 3 and var(events) > 0 only. A group is one task on one CPU
+    model at one site, so that its jobs share the seconds per event (sites differ in
+    efficiency, CPU models in speed).
+
+    ``weight`` = the group's information on its intercept, n - (sum x)^2 / sum x^2, divided by
+    the square of its task's mean wall-clock: the intercept extrapolates to zero events, and
+    wall-clock noise grows with the wall-clock, so a long task says little about a few minutes
+    of initialisation. The scale is the task's, not the group's, so that a task's groups on
+    fast and slow CPUs (whose initialisation differs) count alike.
+    """
+    ok = _success() & (F.col("events") > 0) & F.col("task_id").isNotNull()
+    x, y = F.col("events").cast("double"), F.col("wall_seconds").cast("double")
+    keys = ("job_type", "task_id", "cpu_model", "site")
+    task = Window.partitionBy("job_type", "task_id")
+    sums = (
+        jobs.where(ok)
+        .groupBy(*keys)
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(x).alias("sx"),
+            F.sum(y).alias("sy"),
+            F.sum(x * y).alias("sxy"),
+            F.sum(x * x).alias("sxx"),
+        )
+        .withColumn("task_wall", F.sum("sy").over(task) / F.sum("n").over(task))
+    )
+    n, sx, sy, sxy, sxx = (F.col(c) for c in ("n", "sx", "sy", "sxy", "sxx"))
+    sxx_c = n * sxx - sx * sx  # n^2 var(x); relative guard against round-off of equal events
+    slope = F.try_divide(n * sxy - sx * sy, sxx_c)
+    return sums.where((n >= MIN_INIT_GROUP_JOBS) & (sxx_c > F.lit(1e-9) * n * sxx)).select(
+        *keys,
+        "n",
+        slope.alias("seconds_per_event"),
+        ((sy - slope * sx) / n).alias("intercept_seconds"),
+        ((n - sx * sx / sxx) / (F.col("task_wall") * F.col("task_wall"))).alias("weight"),
+    )
+
+
+_ADVICE_DDL = (
+    "job_type string, n_jobs bigint, n_init_groups bigint, init_seconds double, "
+    "hazard_failures bigint, hazard_per_hour double, optimal_hours double, "
+    "expected_useful_fraction double, current_median_hours double, "
+    "current_useful_fraction double, core_hours_per_year double, core_hours_saved_per_year double"
+)
+
+
+def job_length_advice(jobs: DataFrame) -> DataFrame:
+    """silver.jobs -> one row per job_type: I, h, T*, U(T*), U(current), core-hours at stake.
+
+    Runs the per-job-type aggregation and collects it (one row per job type); T* is found on
+    the driver by ``optimal_job_length``.
+    """
+    init = (
+        init_intercepts(jobs)
+        .groupBy("job_type")
+        .agg(
+            F.count(F.lit(1)).alias("n_init_groups"),
+            F.try_divide(
+                F.sum(F.col("intercept_seconds") * F.col("weight")), F.sum("weight")
+            ).alias("init_seconds"),
+        )
+    )
+    mode = F.coalesce(F.col("failure_mode"), F.lit(""))
+    stats = jobs.groupBy("job_type").agg(
+        F.count(F.lit(1)).alias("n_jobs"),
+        (F.sum("cores_wall_seconds") / 3600.0).alias("core_hours"),
+        (F.sum("wall_seconds") / 3600.0).alias("wall_hours"),
+        F.count(F.when(_failed() & ~mode.isin(*START_FAILURE_MODES), 1)).alias("hazard_failures"),
+        F.percentile_approx(F.when(_success(), F.col("wall_seconds")), 0.5, 10000)
+        .cast("double")
+        .alias("median_success_wall"),
+    )
+    span = jobs.agg(
+        (F.unix_seconds(F.max("end_time")) - F.unix_seconds(F.min("end_time"))).alias(
+            "span_seconds"
+        )
+    )
+    rows = stats.join(init, "job_type", "left").crossJoin(span).orderBy("job_type").collect()
+    out = []
+    for r in rows:
+        init_s = None if r.init_seconds is None else max(r.init_seconds, 0.0)
+        h = r.hazard_failures / r.wall_hours if r.wall_hours else None
+        opt = u_opt = cur = u_cur = saved = None
+        if init_s is not None and h is not None:
+            i_h = init_s / 3600.0
+            opt = optimal_job_length(i_h, h)
+            u_opt = useful_fraction(opt, i_h, h)
+            if r.median_success_wall is not None:
+                cur = (r.median_success_wall - init_s) / 3600.0
+                u_cur = useful_fraction(cur, i_h, h)
+        per_year = (
+            r.core_hours * DAYS_PER_YEAR * 86400.0 / r.span_seconds
+            if r.span_seconds and r.core_hours is not None
+            else None
+        )
+        if per_year is not None and u_cur is not None and u_opt:
+            saved = per_year * (1 - u_cur / u_opt)
+        out.append(
+            (
+                r.job_type,
+                r.n_jobs,
+                r.n_init_groups or 0,
+                init_s,
+                r.hazard_failures,
+                h,
+                opt,
+                u_opt,
+                cur,
+                u_cur,
+                per_year,
+                saved,
+            )
+        )
+    return jobs.sparkSession.createDataFrame(out, _ADVICE_DDL)

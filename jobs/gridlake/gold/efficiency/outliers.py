@@ -1,0 +1,363 @@
+"""gold.efficiency_outliers and its rules table: sites, CPU models and tasks off their peers
+or their own history."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from gridlake.gold.efficiency.columns import _success
+from gridlake.gold.efficiency.params import HISTORY_WEEKS, MAD_TO_SD
+
+# --------------------------------------------------------------------------------------------
+# gold.efficiency_outlier_rules and gold.efficiency_outliers
+# --------------------------------------------------------------------------------------------
+
+
+class OutlierRule(NamedTuple):
+    rule_version: int
+    rule_id: str
+    entity: str  # site | cpu_model | task
+    metric: str  # cpu_efficiency | hs23_seconds_per_event
+    comparison: str  # own_history | peers
+    direction: str  # low | high | both
+    threshold: float  # robust z
+    min_jobs: int
+    min_baseline_points: int
+    min_scale: float  # floor of the robust sd, log scale
+    enabled: bool
+    description: str
+
+
+DEFAULT_OUTLIER_RULES: tuple[OutlierRule, ...] = (
+    OutlierRule(1, "site-efficiency-peers", "site", "cpu_efficiency", "peers", "low", 3.5, 20, 3,
+                0.03, True, "Site less CPU-efficient than the other sites for the same job type "
+                "(I/O, storage or network limits)"),
+    OutlierRule(1, "site-efficiency-history", "site", "cpu_efficiency", "own_history", "low",
+                3.5, 20, 4, 0.03, True, "Site less CPU-efficient than in its previous 8 weeks"),
+    OutlierRule(1, "site-hs23-peers", "site", "hs23_seconds_per_event", "peers", "high", 3.5,
+                20, 3, 0.03, True, "Site's nodes need more HS23-normalised CPU time per event "
+                "than the same CPU models elsewhere (throttling, overcommit, VM steal)"),
+    OutlierRule(1, "site-hs23-history", "site", "hs23_seconds_per_event", "own_history", "high",
+                3.5, 20, 4, 0.03, True, "Site's nodes slower per event than in the previous "
+                "8 weeks"),
+    OutlierRule(1, "cpu-model-hs23-peers", "cpu_model", "hs23_seconds_per_event", "peers",
+                "high", 3.5, 20, 3, 0.03, True, "CPU model slower for a job type than its HS23 "
+                "score predicts, relative to the other models"),
+    # v2 of the task rules: tasks of one job type differ honestly (events per job, init share),
+    # so the scale floor is 0.08 (a task must be >= 24% below its peers at z 3.5); v1 (0.05)
+    # flagged ordinary short-event analysis tasks on a grid with no planted effect
+    OutlierRule(2, "task-efficiency-peers", "task", "cpu_efficiency", "peers", "low", 3.5, 10,
+                5, 0.08, True, "Task less CPU-efficient than the other tasks of its job type"),
+    OutlierRule(2, "task-efficiency-history", "task", "cpu_efficiency", "own_history", "low",
+                3.5, 10, 4, 0.08, True, "Task less CPU-efficient than in its previous weeks"),
+)  # fmt: skip
+
+_RULES_DDL = (
+    "rule_version int, rule_id string, entity string, metric string, comparison string, "
+    "direction string, threshold double, min_jobs int, min_baseline_points int, "
+    "min_scale double, enabled boolean, description string"
+)
+
+
+def outlier_rules_frame(
+    spark: SparkSession, rules: Sequence[OutlierRule] = DEFAULT_OUTLIER_RULES
+) -> DataFrame:
+    """The rules as a DataFrame with the columns of gold.efficiency_outlier_rules."""
+    return spark.createDataFrame([tuple(r) for r in rules], _RULES_DDL)
+
+
+def _active_rules(rules: DataFrame) -> DataFrame:
+    """Latest version of each rule_id, if enabled."""
+    latest = Window.partitionBy("rule_id").orderBy(F.col("rule_version").desc())
+    return (
+        rules.withColumn("_rank", F.row_number().over(latest))
+        .where((F.col("_rank") == 1) & F.coalesce(F.col("enabled"), F.lit(True)))
+        .drop("_rank", "description", "enabled")
+    )
+
+
+def two_way_effects(
+    cells: Sequence[tuple[str, str, float, float]], tol: float = 1e-10, max_rounds: int = 20_000
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Weighted least squares of y ~ a[row] + b[col] over cells (row, col, weight, y), by
+    backfitting to convergence. Returns (a, b); the split of a common constant between them is
+    arbitrary (comparisons between rows, or between columns, are not affected)."""
+    rows = {r for r, _, _, _ in cells}
+    cols = {c for _, c, _, _ in cells}
+    a = dict.fromkeys(rows, 0.0)
+    b = dict.fromkeys(cols, 0.0)
+
+    def sweep(target: dict[str, float], other: dict[str, float], own_is_row: bool) -> float:
+        num = dict.fromkeys(target, 0.0)
+        den = dict.fromkeys(target, 0.0)
+        for r, c, w, y in cells:
+            own, oth = (r, c) if own_is_row else (c, r)
+            num[own] += w * (y - other[oth])
+            den[own] += w
+        change = 0.0
+        for k in target:
+            new = num[k] / den[k] if den[k] > 0 else 0.0
+            change = max(change, abs(new - target[k]))
+            target[k] = new
+        return change
+
+    sweep(b, a, own_is_row=False)
+    for _ in range(max_rounds):
+        if max(sweep(a, b, own_is_row=True), sweep(b, a, own_is_row=False)) < tol:
+            break
+    return a, b
+
+
+def site_model_effects(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Per job type, ln(HS23 cost per event / task reference) ~ site effect + CPU-model effect.
+
+    ``rel`` has site, _cpu, job_type and _lrel (one row per successful job). Each cell (job
+    type, site, model) is summarised by its median and job count; only that cell table (one row
+    per job type, site and CPU model in the fleet, never the jobs) is collected, and the
+    effects are fitted exactly on the driver (``two_way_effects``, weights = jobs). Returns
+    (site effects _s by site and job_type, model effects _m by _cpu and job_type). Without
+    this, a CPU model installed mostly at a slow site looks slow, and a site with many
+    slow-for-this-workload models looks slow.
+    """
+    cells = (
+        rel.where(F.col("_lrel").isNotNull())
+        .groupBy("job_type", "site", "_cpu")
+        .agg(
+            F.count(F.lit(1)).alias("_n"),
+            F.percentile_approx("_lrel", 0.5, 10000).alias("_y"),
+        )
+        .collect()
+    )
+    per_type: dict[str, list[tuple[str, str, float, float]]] = {}
+    for c in cells:
+        per_type.setdefault(c.job_type, []).append((c.site, c._cpu, float(c._n), c._y))
+    site_rows, model_rows = [], []
+    for job_type, type_cells in per_type.items():
+        a, b = two_way_effects(type_cells)
+        site_rows += [(site, job_type, v) for site, v in a.items()]
+        model_rows += [(model, job_type, v) for model, v in b.items()]
+    spark = rel.sparkSession
+    return (
+        spark.createDataFrame(site_rows, "site string, job_type string, _s double"),
+        spark.createDataFrame(model_rows, "_cpu string, job_type string, _m double"),
+    )
+
+
+def outlier_metrics(jobs: DataFrame) -> DataFrame:
+    """silver.jobs -> one row per (week, entity, entity_value, job_type, metric): value, n_jobs,
+    log_se (standard error of ln value, ratio-of-sums linearisation over the jobs).
+
+    Successful attempts only. cpu_efficiency = sum(cpu) / sum(wall x cores). The
+    hs23_seconds_per_event metric is relative, as a ratio of sums: sum(cpu x hs23) / sum(events
+    x expected), where expected is the task's median HS23-seconds per event over all weeks and
+    entities (the job type's when task_id is null), times, for a site, the effect of the job's
+    CPU model, and for a CPU model, the effect of the job's site (``site_model_effects``): a
+    site is compared with the same CPU models elsewhere, a model with the same sites.
+    """
+    ok_events = (
+        (F.col("events") > 0) & F.col("hs23_per_core").isNotNull() & (F.col("cpu_seconds") > 0)
+    )
+    hs23_per_event = F.when(
+        ok_events, F.col("cpu_seconds") * F.col("hs23_per_core") / F.col("events")
+    )
+    succ = (
+        jobs.where(_success())
+        .withColumn(
+            "_norm_key",
+            F.coalesce(F.col("task_id"), F.concat(F.lit("job_type:"), F.col("job_type"))),
+        )
+        .withColumn("_cpu", F.coalesce(F.col("cpu_model_norm"), F.col("cpu_model")))
+        .withColumn("_x", hs23_per_event)
+    )
+    ref = succ.groupBy("_norm_key").agg(F.percentile_approx("_x", 0.5, 10000).alias("_ref"))
+    succ = succ.join(ref, "_norm_key", "left").withColumn(
+        "_lrel", F.log(F.try_divide(F.col("_x"), F.when(F.col("_ref") > 0, F.col("_ref"))))
+    )
+    site_eff, model_eff = site_model_effects(succ)
+    succ = succ.join(F.broadcast(site_eff), ["site", "job_type"], "left").join(
+        F.broadcast(model_eff), ["_cpu", "job_type"], "left"
+    )
+    expected = F.col("events") * F.col("_ref")
+    entities = F.array(
+        F.struct(
+            F.lit("site").alias("entity"),
+            F.col("site").alias("entity_value"),
+            (expected * F.exp("_m")).alias("_expected"),
+        ),
+        F.struct(
+            F.lit("cpu_model").alias("entity"),
+            F.col("_cpu").alias("entity_value"),
+            (expected * F.exp("_s")).alias("_expected"),
+        ),
+        F.struct(
+            F.lit("task").alias("entity"),
+            F.col("task_id").alias("entity_value"),
+            expected.alias("_expected"),
+        ),
+    )
+    exploded = succ.select(
+        "week",
+        "job_type",
+        "cpu_seconds",
+        "cores_wall_seconds",
+        "_x",
+        "hs23_per_core",
+        F.inline(entities),
+    ).where(F.col("entity_value").isNotNull())
+    has_expected = F.col("_x").isNotNull() & (F.col("_expected") > 0)
+    hs_a = F.when(has_expected, F.col("cpu_seconds") * F.col("hs23_per_core"))
+    hs_e = F.when(has_expected, F.col("_expected"))
+    cpu, cw = F.col("cpu_seconds"), F.col("cores_wall_seconds")
+    agg = exploded.groupBy("week", "entity", "entity_value", "job_type").agg(
+        F.count(F.lit(1)).alias("_n_eff"),
+        F.sum(cpu).alias("_cpu_s"),
+        F.sum(cw).alias("_cw"),
+        F.sum(cpu * cpu).alias("_eff_aa"),
+        F.sum(cpu * cw).alias("_eff_ae"),
+        F.sum(cw * cw).alias("_eff_ee"),
+        F.count(hs_a).alias("_n_hs"),
+        F.sum(hs_a).alias("_hs_a"),
+        F.sum(hs_e).alias("_hs_e"),
+        F.sum(hs_a * hs_a).alias("_hs_aa"),
+        F.sum(hs_a * hs_e).alias("_hs_ae"),
+        F.sum(hs_e * hs_e).alias("_hs_ee"),
+    )
+
+    def ratio(prefix: str, a: str, e: str, n: str) -> tuple[SparkColumn, SparkColumn]:
+        """Ratio of sums A/E and the standard error of its log (linearised, over jobs)."""
+        r = F.try_divide(F.col(a), F.when(F.col(e) > 0, F.col(e)))
+        aa, ae, ee = (F.col(f"_{prefix}_{x}") for x in ("aa", "ae", "ee"))
+        k = F.col(n)
+        ss = F.greatest(aa - F.lit(2.0) * r * ae + r * r * ee, F.lit(0.0))
+        var_r = F.when(k >= 2, k / (k - 1) * ss / (F.col(e) * F.col(e)))
+        return r, F.try_divide(F.sqrt(var_r), F.when(r > 0, r))
+
+    eff, eff_se = ratio("eff", "_cpu_s", "_cw", "_n_eff")
+    hs, hs_se = ratio("hs", "_hs_a", "_hs_e", "_n_hs")
+    metrics = F.array(
+        F.struct(
+            F.lit("cpu_efficiency").alias("metric"),
+            eff.alias("value"),
+            F.col("_n_eff").cast("bigint").alias("n_jobs"),
+            eff_se.alias("log_se"),
+        ),
+        F.struct(
+            F.lit("hs23_seconds_per_event").alias("metric"),
+            hs.alias("value"),
+            F.col("_n_hs").cast("bigint").alias("n_jobs"),
+            hs_se.alias("log_se"),
+        ),
+    )
+    return agg.select("week", "entity", "entity_value", "job_type", F.inline(metrics))
+
+
+def efficiency_outliers(jobs: DataFrame, rules: DataFrame) -> DataFrame:
+    """silver.jobs + rules -> the flagged rows of every week (history re-scored on each run).
+
+    For each active rule (latest enabled version per rule_id), rows of its entity and metric
+    with n_jobs >= min_jobs are scored on the log scale: baseline = median of the peers' values
+    (same week and job type, the entity itself left out) or of the entity's own previous
+    HISTORY_WEEKS weeks; scale = sqrt(max(1.4826 x MAD, min_scale)^2 + log_se^2), where log_se
+    is the sampling error of the entity's own value (ratio-of-sums linearisation over its
+    jobs), so an entity with few, varied jobs needs a larger departure; robust_z = (ln value -
+    baseline) / scale. Medians are exact; baseline points come from two equi-joins of the
+    (small) scored table with itself, no arrays. A row is kept when it has >=
+    min_baseline_points baseline points and its z passes the threshold on the rule's side.
+
+    Runs one small Spark job when called: the (job type, site, CPU model) cell table of
+    ``site_model_effects`` is collected and fitted on the driver.
+    """
+    scored = (
+        outlier_metrics(jobs)
+        .join(F.broadcast(_active_rules(rules)), ["entity", "metric"])
+        .where((F.col("n_jobs") >= F.col("min_jobs")) & (F.col("value") > 0))
+        .withColumn("_log", F.log(F.col("value")))
+        .withColumn("_day", F.datediff(F.col("week"), F.lit("1970-01-05").cast("date")))
+    )
+    key = ["rule_id", "week", "entity_value", "job_type"]
+    points = scored.select(
+        *(F.col(c).alias(f"_p_{c}") for c in (*key, "_day")), F.col("_log").alias("_v")
+    )
+    target = scored.select(*key, "comparison", "_day")
+    peers = target.where(F.col("comparison") == "peers").join(
+        points,
+        (F.col("rule_id") == F.col("_p_rule_id"))
+        & (F.col("week") == F.col("_p_week"))
+        & (F.col("job_type") == F.col("_p_job_type"))
+        & (F.col("entity_value") != F.col("_p_entity_value")),
+    )
+    history = target.where(F.col("comparison") == "own_history").join(
+        points,
+        (F.col("rule_id") == F.col("_p_rule_id"))
+        & (F.col("entity_value") == F.col("_p_entity_value"))
+        & (F.col("job_type") == F.col("_p_job_type"))
+        & (F.col("_p__day") < F.col("_day"))
+        & (F.col("_p__day") >= F.col("_day") - 7 * HISTORY_WEEKS),
+    )
+    baseline = peers.select(*key, "_v").unionByName(history.select(*key, "_v"))
+    centre = baseline.groupBy(*key).agg(
+        F.median("_v").alias("_med"), F.count(F.lit(1)).cast("int").alias("baseline_points")
+    )
+    spread = (
+        baseline.join(centre, key)
+        .groupBy(*key)
+        .agg(F.median(F.abs(F.col("_v") - F.col("_med"))).alias("_mad"))
+    )
+    peer_scale = F.greatest(F.lit(MAD_TO_SD) * F.col("_mad"), F.col("min_scale"), F.lit(1e-9))
+    own_se = F.coalesce(F.col("log_se"), F.lit(0.0))
+    scale = F.sqrt(peer_scale * peer_scale + own_se * own_se)
+    scored = (
+        scored.join(centre, key)
+        .join(spread, key)
+        .withColumn("robust_z", (F.col("_log") - F.col("_med")) / scale)
+    )
+    z, thr = F.col("robust_z"), F.col("threshold")
+    flagged = (F.col("baseline_points") >= F.col("min_baseline_points")) & (
+        ((F.col("direction") == "low") & (z <= -thr))
+        | ((F.col("direction") == "high") & (z >= thr))
+        | ((F.col("direction") == "both") & (F.abs(z) >= thr))
+    )
+    out = scored.where(flagged).withColumn("baseline", F.exp("_med"))
+    deviation = (F.col("value") / F.col("baseline") - 1.0) * 100.0
+    against = F.when(F.col("comparison") == "peers", F.concat(F.lit("other "), F.col("entity")))
+    against = against.otherwise(F.lit("previous weeks"))
+    evidence = F.format_string(
+        "%s %s, %s, week %s: %s %.3f vs %.3f (%+.1f%%), robust z %.1f over %d jobs; "
+        "baseline: median of %d %s (rule %s v%d)",
+        F.col("entity"),
+        F.col("entity_value"),
+        F.col("job_type"),
+        F.col("week").cast("string"),
+        F.col("metric"),
+        F.col("value"),
+        F.col("baseline"),
+        deviation,
+        z,
+        F.col("n_jobs"),
+        F.col("baseline_points"),
+        against,
+        F.col("rule_id"),
+        F.col("rule_version"),
+    )
+    return out.select(
+        "week",
+        "entity",
+        "entity_value",
+        "job_type",
+        "metric",
+        "value",
+        "baseline",
+        deviation.alias("deviation_pct"),
+        "robust_z",
+        "comparison",
+        "baseline_points",
+        "rule_id",
+        "rule_version",
+        "n_jobs",
+        evidence.alias("evidence"),
+    )

@@ -1,0 +1,358 @@
+"""The efficiency family's gold tables: definitions, grain, keys and checks."""
+
+from __future__ import annotations
+
+from gridlake.tabledef import Check, Column, Table
+
+# --------------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------------
+
+_JOB_TYPE = Column("job_type", "STRING", "Job type (evgen, simul, pile, reprocessing, ...)")
+
+GOLD_CPU_MODEL_EFFICIENCY = Table(
+    database="gold",
+    name="cpu_model_efficiency",
+    keys=("microarchitecture", "cpu_model_norm", "job_type"),
+    question=(
+        "Which CPU models are slow or inefficient for a given job type, per event and per HS23?"
+    ),
+    example=(
+        "SELECT microarchitecture, job_type, round(cpu_efficiency, 3) AS eff, "
+        "round(median_hs23_seconds_per_event, 1) AS hs23_s_per_event FROM "
+        "gold.cpu_model_efficiency ORDER BY job_type, hs23_s_per_event DESC"
+    ),
+    grain="one row per microarchitecture, cpu_model_norm and job_type.",
+    description=(
+        "CPU efficiency and CPU seconds per event by CPU model and job type, over every attempt "
+        "in silver (per-event figures from successful attempts with events > 0)."
+    ),
+    columns=(
+        Column("microarchitecture", "STRING", "e.g. Haswell, Zen 2; null when unknown"),
+        Column("cpu_model_norm", "STRING", "Normalised CPU model (silver cpu_model_norm)"),
+        _JOB_TYPE,
+        Column("jobs", "BIGINT", "Job attempts"),
+        Column("core_hours", "DOUBLE", "sum(wall_seconds x cores) / 3600"),
+        Column("cpu_hours", "DOUBLE", "sum(cpu_seconds) / 3600"),
+        Column("cpu_efficiency", "DOUBLE", "cpu_hours / core_hours (ratio of sums)"),
+        Column("jobs_with_events", "BIGINT", "Successful attempts with events > 0"),
+        Column(
+            "median_cpu_seconds_per_event",
+            "DOUBLE",
+            "Median of cpu_seconds / events over successful attempts with events > 0 "
+            "(percentile_approx)",
+        ),
+        Column(
+            "p90_cpu_seconds_per_event",
+            "DOUBLE",
+            "90th percentile of cpu_seconds / events, same attempts (percentile_approx)",
+        ),
+        Column(
+            "median_hs23_seconds_per_event",
+            "DOUBLE",
+            "Median of cpu_seconds x hs23_per_core / events (HS23-normalised CPU seconds per "
+            "event), same attempts with a known HS23 (percentile_approx)",
+        ),
+    ),
+    checks=(Check("not_null", "job_type"), Check("between", "jobs", {"min_value": 1})),
+)
+
+GOLD_FAILURE_VS_DURATION = Table(
+    database="gold",
+    name="failure_vs_duration",
+    keys=("job_type", "failure_mode", "bin_index"),
+    question="Do long jobs fail more, and which failure modes grow with duration?",
+    example=(
+        "SELECT job_type, duration_bin, attempts, round(failure_probability, 3) AS p_fail, "
+        "round(wilson_low, 3) AS lo, round(wilson_high, 3) AS hi FROM gold.failure_vs_duration "
+        "WHERE failure_mode = 'ALL' ORDER BY job_type, bin_index"
+    ),
+    grain=(
+        "one row per job_type, failure_mode (each mode seen for the job type, plus 'ALL') and "
+        "wall-clock bin holding at least one attempt."
+    ),
+    description=(
+        "Failure probability and hazard as a function of wall-clock duration, by job type and "
+        "failure mode. Bins: log-spaced from 10 min to 96 h (DURATION_BIN_EDGES_SECONDS) with "
+        "open-ended first (< 10 min) and last (>= 96 h) bins."
+    ),
+    columns=(
+        _JOB_TYPE,
+        Column(
+            "failure_mode",
+            "STRING",
+            "Failure mode counted in failures; 'ALL' = any failure; 'unknown' = failed without one",
+        ),
+        Column("bin_index", "INT", "0 (< 10 min) to 13 (>= 96 h)"),
+        Column("duration_bin", "STRING", "Readable bin label, e.g. 49m-1.4h"),
+        Column("bin_low_hours", "DOUBLE", "Lower edge of the bin, hours (inclusive)"),
+        Column("bin_high_hours", "DOUBLE", "Upper edge of the bin, hours (exclusive); null: open"),
+        Column("attempts", "BIGINT", "Attempts of the job type whose wall_seconds fall in the bin"),
+        Column("failures", "BIGINT", "Of those, attempts failed with this failure mode"),
+        Column("failure_probability", "DOUBLE", "failures / attempts"),
+        Column("wilson_low", "DOUBLE", "Lower end of the 95% Wilson score interval"),
+        Column("wilson_high", "DOUBLE", "Upper end of the 95% Wilson score interval"),
+        Column(
+            "exposure_wall_hours",
+            "DOUBLE",
+            "Wall-hours at risk in the bin: over all attempts of the job type, the part of each "
+            "attempt's run time that falls inside the bin (life table)",
+        ),
+        Column(
+            "hazard_per_hour",
+            "DOUBLE",
+            "failures / exposure_wall_hours: cause-specific hazard in the bin",
+        ),
+        Column("wasted_core_hours", "DOUBLE", "Core-hours of the failed attempts counted"),
+    ),
+    checks=(
+        Check("not_null", "job_type"),
+        Check("not_null", "failure_mode"),
+        Check("between", "attempts", {"min_value": 1}),
+        Check("between", "failure_probability", {"min_value": 0, "max_value": 1}),
+    ),
+)
+
+GOLD_JOB_LENGTH_ADVICE = Table(
+    database="gold",
+    name="job_length_advice",
+    keys=("job_type",),
+    question="How long should jobs of each type be, and how many core-hours would that save?",
+    example=(
+        "SELECT job_type, round(init_seconds) AS init_s, round(optimal_hours, 1) AS optimal_h, "
+        "round(current_median_hours, 1) AS today_h, round(core_hours_saved_per_year) AS "
+        "saved_per_year FROM gold.job_length_advice ORDER BY saved_per_year DESC"
+    ),
+    grain="one row per job_type.",
+    description=(
+        "Optimal job length per job type under the model: initialisation I, then payload T; "
+        "duration-dependent failures at constant hazard h over I+T (START_FAILURE_MODES "
+        "excluded). Useful work per wall-clock U(T) = h T / (exp(h (I+T)) - 1), "
+        "-> T / (I+T) as h -> 0."
+    ),
+    columns=(
+        _JOB_TYPE,
+        Column("n_jobs", "BIGINT", "Job attempts of the job type"),
+        Column(
+            "n_init_groups",
+            "BIGINT",
+            "(task_id, cpu_model, site) groups with >= 3 successful attempts and varying events "
+            "that gave an intercept",
+        ),
+        Column(
+            "init_seconds",
+            "DOUBLE",
+            "I: weighted mean over the groups of the intercept of wall_seconds vs events "
+            "(successful attempts, events > 0), weights = the group's information on its "
+            "intercept / its task's mean wall-clock squared; floored at 0; null when no group "
+            "qualifies",
+        ),
+        Column("hazard_failures", "BIGINT", "Failed attempts of non-start failure modes"),
+        Column(
+            "hazard_per_hour",
+            "DOUBLE",
+            "h: hazard_failures / wall-hours of all attempts of the job type",
+        ),
+        Column(
+            "optimal_hours",
+            "DOUBLE",
+            "T* maximising U, searched in [1 min, 200 h] (200 h when h = 0)",
+        ),
+        Column("expected_useful_fraction", "DOUBLE", "U(T*)"),
+        Column(
+            "current_median_hours",
+            "DOUBLE",
+            "Median of (wall_seconds - I) over successful attempts, hours",
+        ),
+        Column("current_useful_fraction", "DOUBLE", "U at current_median_hours"),
+        Column(
+            "core_hours_per_year",
+            "DOUBLE",
+            "Core-hours of the job type scaled to 365 days by the span of end_time of the input",
+        ),
+        Column(
+            "core_hours_saved_per_year",
+            "DOUBLE",
+            "core_hours_per_year x (1 - current_useful_fraction / expected_useful_fraction)",
+        ),
+    ),
+    checks=(Check("not_null", "job_type"), Check("unique", "job_type")),
+)
+
+GOLD_MULTICORE_SCALING = Table(
+    database="gold",
+    name="multicore_scaling",
+    keys=("job_type", "cores"),
+    question="How does CPU efficiency change with the number of cores a job uses?",
+    example=(
+        "SELECT job_type, cores, jobs, round(cpu_efficiency, 3) AS eff, round(memory_per_core_mb)"
+        " AS mb_per_core FROM gold.multicore_scaling ORDER BY job_type, cores"
+    ),
+    grain="one row per job_type and cores.",
+    description=(
+        "Efficiency, throughput and memory by number of cores, over successful attempts only "
+        "(failed attempts would mix failure effects into scaling)."
+    ),
+    columns=(
+        _JOB_TYPE,
+        Column("cores", "BIGINT", "Cores allocated"),
+        Column("jobs", "BIGINT", "Successful attempts"),
+        Column("tasks", "BIGINT", "Distinct task_id (an attempt without one counts alone)"),
+        Column("core_hours", "DOUBLE", "sum(wall_seconds x cores) / 3600"),
+        Column("cpu_hours", "DOUBLE", "sum(cpu_seconds) / 3600"),
+        Column("cpu_efficiency", "DOUBLE", "cpu_hours / core_hours (ratio of sums)"),
+        Column(
+            "cpu_efficiency_se",
+            "DOUBLE",
+            "Standard error of cpu_efficiency, ratio-estimator linearisation clustered by task "
+            "(null with fewer than 2 tasks)",
+        ),
+        Column(
+            "events_per_core_hour",
+            "DOUBLE",
+            "sum(events) / core-hours over attempts reporting events (ratio of sums)",
+        ),
+        Column("memory_per_core_mb", "DOUBLE", "Mean of max_rss_mb / cores"),
+    ),
+    checks=(Check("not_null", "job_type"), Check("between", "cores", {"min_value": 1})),
+)
+
+GOLD_MULTICORE_FIT = Table(
+    database="gold",
+    name="multicore_fit",
+    keys=("job_type",),
+    question=(
+        "What is each job type's serial fraction, and above how many cores does it stop paying?"
+    ),
+    example=(
+        "SELECT job_type, round(serial_fraction, 4) AS s, round(serial_fraction_se, 4) AS se, "
+        "cores_below_90pct FROM gold.multicore_fit ORDER BY s DESC"
+    ),
+    grain="one row per job_type.",
+    description=(
+        "Amdahl fit per job type: eff(n) = e1 / (1 + s (n-1)), i.e. 1/eff(n) = a + b (n-1) "
+        "with e1 = 1/a and s = b/a, by weighted least squares over the core counts run at one "
+        "site (weights = core-hours), the site estimates combined by inverse variance. Core "
+        "counts are compared within a site because sites differ in efficiency and in their "
+        "mix of core counts; a pooled fit reads a slow site running mostly 8-core jobs as "
+        "serial fraction."
+    ),
+    columns=(
+        _JOB_TYPE,
+        Column("serial_fraction", "DOUBLE", "s = b / a; null with fewer than 2 core counts"),
+        Column(
+            "serial_fraction_se",
+            "DOUBLE",
+            "Standard error of s: delta method on the WLS sandwich covariance of (a, b), each "
+            "point's variance from the task-clustered variance of its 1/eff, per site; "
+            "combined as sqrt(1 / sum(1/se^2)); null when a contributing site has none",
+        ),
+        Column("e1", "DOUBLE", "Fitted single-core efficiency 1/a, core-hour mean over sites"),
+        Column(
+            "cores_below_90pct",
+            "BIGINT",
+            "Smallest n with parallel efficiency 1/(1 + s (n-1)) < 0.9; null when s <= 0",
+        ),
+        Column("n_core_counts", "BIGINT", "Distinct core counts in the fit"),
+    ),
+    checks=(Check("not_null", "job_type"), Check("unique", "job_type")),
+)
+
+_RULE_COLUMNS = (
+    Column("rule_version", "INT", "Version of the rule; the highest version of a rule_id applies"),
+    Column("rule_id", "STRING", "Stable name of the rule"),
+    Column("entity", "STRING", "What is scored: site | cpu_model | task"),
+    Column(
+        "metric",
+        "STRING",
+        "cpu_efficiency (successful attempts, ratio of sums) | hs23_seconds_per_event "
+        "(HS23-normalised CPU s/event relative to the same tasks elsewhere; 1.0 = typical)",
+    ),
+    Column(
+        "comparison",
+        "STRING",
+        "own_history: vs the entity's previous 8 weeks | peers: vs the same job type at the "
+        "other entities in the same week",
+    ),
+    Column("direction", "STRING", "Which side is flagged: low | high | both"),
+    Column("threshold", "DOUBLE", "|robust z| at or above which a row is flagged"),
+    Column("min_jobs", "INT", "Minimum attempts behind a value (scored row and baseline points)"),
+    Column("min_baseline_points", "INT", "Minimum peers or previous weeks behind the baseline"),
+    Column(
+        "min_scale",
+        "DOUBLE",
+        "Floor of the robust standard deviation (log scale, 0.03 ~ 3%): a MAD of 0 never divides",
+    ),
+    Column("enabled", "BOOLEAN", "false retires the rule (as a new version)"),
+    Column("description", "STRING", "What the rule is for"),
+)
+
+GOLD_EFFICIENCY_OUTLIER_RULES = Table(
+    database="gold",
+    name="efficiency_outlier_rules",
+    keys=("rule_id", "rule_version"),
+    question="Which rules decide what counts as an efficiency outlier (editable, versioned)?",
+    example=(
+        "SELECT rule_id, rule_version, entity, metric, comparison, threshold, enabled FROM "
+        "gold.efficiency_outlier_rules ORDER BY rule_id, rule_version"
+    ),
+    grain="one row per rule_id and rule_version.",
+    description=(
+        "Editable rules of gold.efficiency_outliers: add a row with a higher rule_version to "
+        "change a rule; every week is re-scored with the latest enabled version of each rule."
+    ),
+    columns=_RULE_COLUMNS,
+    checks=(Check("not_null", "rule_id"), Check("not_null", "rule_version")),
+)
+
+GOLD_EFFICIENCY_OUTLIERS = Table(
+    database="gold",
+    name="efficiency_outliers",
+    stable_rows=False,
+    keys=("week", "rule_id", "entity_value", "job_type"),
+    question="Which sites, CPU models and tasks should I look at this week, and why?",
+    example=(
+        "SELECT week, entity, entity_value, job_type, round(deviation_pct, 1) AS dev_pct, "
+        "round(robust_z, 1) AS z, rule_id FROM gold.efficiency_outliers ORDER BY week DESC, z "
+        "LIMIT 20"
+    ),
+    grain="one row per week, rule_id, entity_value and job_type flagged by the rule.",
+    description=(
+        "The list an operator starts the week with: sites, CPU models and tasks whose CPU "
+        "efficiency or HS23-normalised CPU time per event departs from their peers or their "
+        "own history (robust z on the log of the metric: median and MAD)."
+    ),
+    columns=(
+        Column("week", "DATE", "Monday of the ISO week scored"),
+        Column("entity", "STRING", "site | cpu_model | task"),
+        Column("entity_value", "STRING", "The site, normalised CPU model or task_id"),
+        _JOB_TYPE,
+        Column("metric", "STRING", "cpu_efficiency | hs23_seconds_per_event"),
+        Column("value", "DOUBLE", "The metric for the entity, job type and week"),
+        Column("baseline", "DOUBLE", "Median of the baseline (peers or previous weeks)"),
+        Column("deviation_pct", "DOUBLE", "100 x (value / baseline - 1)"),
+        Column(
+            "robust_z",
+            "DOUBLE",
+            "(ln value - median ln baseline) / sqrt(max(1.4826 x MAD, min_scale)^2 + "
+            "log_se^2), log_se the sampling error of ln value over the entity's jobs",
+        ),
+        Column("comparison", "STRING", "peers | own_history"),
+        Column("baseline_points", "INT", "Peers or previous weeks behind the baseline"),
+        Column("rule_id", "STRING", "Rule that flagged the row"),
+        Column("rule_version", "INT", "Version of that rule"),
+        Column("n_jobs", "BIGINT", "Successful attempts behind value"),
+        Column("evidence", "STRING", "One readable sentence with the figures"),
+    ),
+    checks=(Check("not_null", "week"), Check("not_null", "rule_id")),
+)
+
+TABLES: tuple[Table, ...] = (
+    GOLD_CPU_MODEL_EFFICIENCY,
+    GOLD_FAILURE_VS_DURATION,
+    GOLD_JOB_LENGTH_ADVICE,
+    GOLD_MULTICORE_SCALING,
+    GOLD_MULTICORE_FIT,
+    GOLD_EFFICIENCY_OUTLIER_RULES,
+    GOLD_EFFICIENCY_OUTLIERS,
+)
