@@ -23,7 +23,6 @@ from gridlake.gold.site_efficiency import (
 )
 from gridlake.gold.speed_factors import GOLD_BENCHMARK_MISMATCH, GOLD_SITE_SPEED_ANOMALIES
 from gridlake.ops.orchestration import MANIFEST_PATH, check_dependencies, render_manifest
-from gridlake.serving import report_queries as rq
 from gridlake.serving.report import (
     SITE_SECTIONS,
     SUMMARY_SECTIONS,
@@ -35,6 +34,7 @@ from gridlake.serving.report import (
     site_file_stem,
     week_label,
 )
+from gridlake.serving.report import queries as rq
 from gridlake.serving.views import view_columns
 
 from .test_gold_efficiency import job, jobs_df
