@@ -88,6 +88,18 @@ def open_text(path: Path | str) -> TextIO:
     return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="")
 
 
+def iter_lines(path: Path | str, comment: str | None = None) -> Iterator[tuple[int, str, str]]:
+    """The line-record reader of the batch-system adapters: (line number, line as read, line
+    without its end) for every line that is not blank and, with ``comment``, does not start
+    with it. The line as read is what a ``Rejected`` or ``raw`` keeps."""
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            text = line.rstrip("\r\n")
+            if not text.strip() or (comment is not None and text.startswith(comment)):
+                continue
+            yield lineno, line, text
+
+
 def clip(text: str, limit: int = RAW_LIMIT) -> str:
     """``text`` cut to at most ``limit`` UTF-8 bytes (never in the middle of a character)."""
     if len(text) <= limit // 4:

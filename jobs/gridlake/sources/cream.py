@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
-from gridlake.sources.base import Item, Rejected, open_text, parse_fqan
+from gridlake.sources.base import Item, Rejected, iter_lines, parse_fqan
 
 SOURCE_FORMAT = "cream-blah"
 VALID_BEFORE = 86400  # a BLAH record matches batch records ending from 1 day before it ...
@@ -146,15 +146,11 @@ def blah_record(fields: dict[str, list[str]]) -> BlahRecord:
 
 def iter_blah(path: Path | str) -> Iterator[tuple[int, str, BlahRecord | str]]:
     """(line number, line, record or the reason it cannot be read) for every non-blank line."""
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            text = line.rstrip("\r\n")
-            if not text.strip():
-                continue
-            try:
-                yield lineno, line, blah_record(parse_blah_line(text))
-            except ValueError as exc:
-                yield lineno, line, str(exc)
+    for lineno, line, text in iter_lines(path):
+        try:
+            yield lineno, line, blah_record(parse_blah_line(text))
+        except ValueError as exc:
+            yield lineno, line, str(exc)
 
 
 def load_blah(paths: Sequence[Path | str]) -> BlahIndex:

@@ -41,7 +41,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from gridlake.sources.base import Item, Rejected, make_job, open_text, to_int
+from gridlake.sources.base import Item, Rejected, iter_lines, make_job, to_int
 from gridlake.sources.cream import BlahIndex, BlahSource, batch_vo, blah_index
 
 SOURCE_FORMAT = "pbs"
@@ -106,26 +106,22 @@ def read_pbs(
     """PBS/Torque accounting log 'E' records (plain or .gz); blah= CREAM BLAH files for VOs."""
     path = Path(path)
     index = blah_index(blah)
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            text = line.rstrip("\r\n")
-            if not text.strip():
-                continue
-            parts = text.split(";", 3)
-            if len(parts) != 4:
-                yield Rejected(
-                    str(path),
-                    f"line {lineno}",
-                    f"expected 'date;type;job id;attributes', got {len(parts)} ';' fields",
-                    line,
-                )
-                continue
-            if parts[1].strip() != "E":
-                continue
-            yield _record_to_job(
-                parts[2].strip(), parts[3], line, str(path), f"line {lineno}",
-                site, host, vo, index, fill_unknown,
-            )  # fmt: skip
+    for lineno, line, text in iter_lines(path):
+        parts = text.split(";", 3)
+        if len(parts) != 4:
+            yield Rejected(
+                str(path),
+                f"line {lineno}",
+                f"expected 'date;type;job id;attributes', got {len(parts)} ';' fields",
+                line,
+            )
+            continue
+        if parts[1].strip() != "E":
+            continue
+        yield _record_to_job(
+            parts[2].strip(), parts[3], line, str(path), f"line {lineno}",
+            site, host, vo, index, fill_unknown,
+        )  # fmt: skip
 
 
 def _record_to_job(

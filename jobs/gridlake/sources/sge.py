@@ -38,7 +38,7 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
-from gridlake.sources.base import Item, Rejected, make_job, open_text, to_float, to_int
+from gridlake.sources.base import Item, Rejected, iter_lines, make_job, to_float, to_int
 from gridlake.sources.cream import BlahIndex, BlahSource, batch_vo, blah_index
 
 SOURCE_FORMAT = "sge"
@@ -72,24 +72,20 @@ def read_sge(
     """Grid Engine accounting file lines (plain or .gz); blah= CREAM BLAH files for VOs."""
     path = Path(path)
     index = blah_index(blah)
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            text = line.rstrip("\r\n")
-            if not text.strip() or text.startswith("#"):
-                continue
-            values = text.split(":")
-            if len(values) < MIN_FIELDS:
-                yield Rejected(
-                    str(path),
-                    f"line {lineno}",
-                    f"expected at least {MIN_FIELDS} ':' fields, got {len(values)}",
-                    line,
-                )
-                continue
-            row = dict(zip(FIELDS, values, strict=False))
-            yield _row_to_job(
-                row, line, str(path), f"line {lineno}", site, host, vo, index, fill_unknown
+    for lineno, line, text in iter_lines(path, comment="#"):
+        values = text.split(":")
+        if len(values) < MIN_FIELDS:
+            yield Rejected(
+                str(path),
+                f"line {lineno}",
+                f"expected at least {MIN_FIELDS} ':' fields, got {len(values)}",
+                line,
             )
+            continue
+        row = dict(zip(FIELDS, values, strict=False))
+        yield _row_to_job(
+            row, line, str(path), f"line {lineno}", site, host, vo, index, fill_unknown
+        )
 
 
 def _row_to_job(
