@@ -29,9 +29,11 @@ import json
 import math
 import random
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
+
+from gridlake.sources import synth
 
 # --------------------------------------------------------------------------------------------
 # Constants
@@ -167,39 +169,8 @@ class DemoWeek:
 # --------------------------------------------------------------------------------------------
 
 
-def _ts(epoch: float) -> str:
-    return datetime.fromtimestamp(int(epoch), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _epoch(day: date) -> int:
-    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
-
-
 def _host_domain(site: str) -> str:
     return f"{site.lower()}.example.org"
-
-
-def _pick(rng: random.Random, weighted: dict[str, float] | tuple[tuple[Any, float], ...]) -> Any:
-    items = list(weighted.items()) if isinstance(weighted, dict) else list(weighted)
-    return rng.choices([k for k, _ in items], weights=[w for _, w in items])[0]
-
-
-def _loguniform(rng: random.Random, lo: float, hi: float) -> float:
-    return math.exp(rng.uniform(math.log(lo), math.log(hi)))
-
-
-def _clip(value: float, lo: float, hi: float) -> float:
-    return max(lo, min(hi, value))
-
-
-def _poisson(rng: random.Random, lam: float) -> int:
-    if lam > 30:
-        return max(0, round(rng.gauss(lam, math.sqrt(lam))))
-    limit, k, p = math.exp(-lam), 0, rng.random()
-    while p > limit:
-        k += 1
-        p *= rng.random()
-    return k
 
 
 def hs23_speed_factor(cpu_model: str) -> float:
@@ -280,8 +251,8 @@ def _make_tasks(rng: random.Random, n_jobs: int) -> dict[tuple[str, str], list[_
             n_tasks = max(2, round(expected / 15))
             for _ in range(n_tasks):
                 serial += 1
-                cores = _pick(rng, spec.cores)
-                cpe = _loguniform(rng, *spec.cpu_per_event)
+                cores = synth.pick(rng, spec.cores)
+                cpe = synth.loguniform(rng, *spec.cpu_per_event)
                 wall_h = rng.uniform(*spec.wall_hours)
                 # events per job so that the job lasts about wall_h on the reference model
                 events = max(1, round(wall_h * 3600 * cores * spec.efficiency / cpe))
@@ -334,7 +305,7 @@ def _run_attempt(
     if task.job_type == "analysis":  # user jobs split by files: uneven sizes within a task
         events = max(1, round(events * rng.uniform(0.3, 1.2)))
     eff = target_eff * (MULTICORE_EFFICIENCY_FACTOR if cores > 1 else 1.0)
-    eff = _clip(eff * rng.gauss(1.0, 0.05), 0.05, 0.985)
+    eff = synth.clip(eff * rng.gauss(1.0, 0.05), 0.05, 0.985)
     speed = speed_factor(host.cpu_model, task.job_type)
     payload_cpu = events * task.cpu_per_event / speed * rng.gauss(1.0, 0.03)
     payload_wall = payload_cpu / (cores * eff)
@@ -399,9 +370,9 @@ def _run_attempt(
         "job_type": task.job_type,
         "cpu_model": host.cpu_model,
         "cores": cores,
-        "submit_time": _ts(submit),
-        "start_time": _ts(start),
-        "end_time": _ts(end),
+        "submit_time": synth.ts(submit),
+        "start_time": synth.ts(start),
+        "end_time": synth.ts(end),
         "wall_seconds": end - start,
         "cpu_user_seconds": round(cpu - system, 2),
         "cpu_system_seconds": round(system, 2),
@@ -428,7 +399,9 @@ def _make_hosts(rng: random.Random, sites: list[SiteSpec]) -> dict[str, list[_Ho
         for i in range(HOSTS_PER_SITE):
             # the monitored hosts (the first ones) cover distinct models where the fleet allows
             model = (
-                models[i % len(models)] if i < MONITORED_HOSTS_PER_SITE else _pick(rng, site.fleet)
+                models[i % len(models)]
+                if i < MONITORED_HOSTS_PER_SITE
+                else synth.pick(rng, site.fleet)
             )
             site_hosts.append(_Host(f"wn{i + 1:03d}.{_host_domain(site.name)}", site.name, model))
         hosts[site.name] = site_hosts
@@ -454,7 +427,7 @@ def _generate_jobs(
         for _ in range(jobs_per_site):
             serial += 1
             base_id = str(6_500_000_000 + serial)
-            job_type = _pick(rng, type_weights)
+            job_type = synth.pick(rng, type_weights)
             spec = JOB_TYPE_SPECS[job_type]
             vo = "atlas" if site.vos == ("atlas",) or rng.random() < spec.atlas_share else "cms"
             task = rng.choice(tasks[(vo, job_type)])
@@ -497,22 +470,22 @@ def _disk_sample(
 ) -> dict[str, Any]:
     """iostat -x numbers for one device; io_level is the share of CPU time waiting on it."""
     if kind == "hdd":  # saturates: few IOPS, long queues
-        r_s = _clip((40 + 900 * io_level) * rng.uniform(0.85, 1.15), 5, 260)
+        r_s = synth.clip((40 + 900 * io_level) * rng.uniform(0.85, 1.15), 5, 260)
         r_await = (8 + 400 * io_level) * rng.uniform(0.8, 1.25)
         w_await = r_await * rng.uniform(0.6, 1.0)
-        util = _clip(30 + 350 * io_level + rng.gauss(0, 3), 5, 99.9)
+        util = synth.clip(30 + 350 * io_level + rng.gauss(0, 3), 5, 99.9)
         kib = rng.uniform(100, 160)
     elif kind == "nvme":
         r_s = (200 + 20_000 * io_level) * rng.uniform(0.8, 1.2)
         r_await = (0.1 + 2 * io_level) * rng.uniform(0.8, 1.25)
         w_await = r_await * rng.uniform(0.8, 1.6)
-        util = _clip(5 + 300 * io_level + rng.gauss(0, 2), 1, 99.0)
+        util = synth.clip(5 + 300 * io_level + rng.gauss(0, 2), 1, 99.0)
         kib = rng.uniform(32, 128)
     else:  # system disk: light
         r_s = rng.uniform(0, 5) + 2000 * io_level * 0.01
         r_await = rng.uniform(1, 5)
         w_await = rng.uniform(1, 8)
-        util = _clip(rng.uniform(1, 5) + 20 * io_level * 0.1, 0, 99.0)
+        util = synth.clip(rng.uniform(1, 5) + 20 * io_level * 0.1, 0, 99.0)
         kib = rng.uniform(8, 32)
     w_s = r_s * write_share * rng.uniform(0.7, 1.3) + (rng.uniform(2, 20) if kind == "sys" else 0)
     return {
@@ -559,7 +532,7 @@ def _generate_nodes(
             for k in range(n_samples):
                 ts = window_start + (k + 1) * NODE_INTERVAL_SECONDS
                 t0 = ts - NODE_INTERVAL_SECONDS
-                alloc = _clip(0.9 + 0.7 * (alloc - 0.9) + rng.gauss(0, 0.02), 0.6, 1.0)
+                alloc = synth.clip(0.9 + 0.7 * (alloc - 0.9) + rng.gauss(0, 0.02), 0.6, 1.0)
                 job_alloc = job_busy = job_wait = 0.0
                 for a in jobs_here:
                     overlap = min(ts, a.end) - max(t0, a.start)
@@ -613,7 +586,7 @@ def _generate_nodes(
                         / 1000,
                         2,
                     )
-                    swap["util_pct"] = round(_clip(60 + rng.gauss(0, 8), 30, 99.9), 1)
+                    swap["util_pct"] = round(synth.clip(60 + rng.gauss(0, 8), 30, 99.9), 1)
                 else:
                     swpd = max(0, swpd - rng.randrange(0, 50_000))
                     si = so = 0.0
@@ -631,7 +604,7 @@ def _generate_nodes(
                 base = {
                     "site": site.name,
                     "host": host.name,
-                    "ts": _ts(ts),
+                    "ts": synth.ts(ts),
                     "interval_seconds": NODE_INTERVAL_SECONDS,
                 }
                 records.append(
@@ -685,25 +658,14 @@ def _generate_nodes(
 # --------------------------------------------------------------------------------------------
 
 
-def _base_delay_ms(a: SiteSpec, b: SiteSpec) -> float:
-    """One-way delay from the great-circle distance: fibre at ~200 km/ms, routes ~1.4x longer."""
-    la1, lo1, la2, lo2 = map(math.radians, (a.lat, a.lon, b.lat, b.lon))
-    h = (
-        math.sin((la2 - la1) / 2) ** 2
-        + math.cos(la1) * math.cos(la2) * math.sin((lo2 - lo1) / 2) ** 2
-    )
-    km = 2 * 6371 * math.asin(math.sqrt(h))
-    return 0.3 + 1.4 * km / 200
-
-
 def _utilisation(ts: int, congested: bool, rng: random.Random) -> float:
     """Link utilisation: daily cycle; the congested link peaks near capacity in busy hours."""
     hour = (ts % 86400) / 3600
     lo, hi = BUSY_HOURS_UTC
     phase = math.sin(math.pi * (hour - lo) / (hi - lo)) if lo <= hour < hi else 0.0
     if congested:  # ramps up over ~2 h, then stays close to capacity
-        return _clip(0.45 + 0.52 * min(1.0, 2 * phase) + rng.gauss(0, 0.02), 0.0, 0.99)
-    return _clip(0.25 + 0.3 * phase**2 + rng.gauss(0, 0.05), 0.0, 0.95)
+        return synth.clip(0.45 + 0.52 * min(1.0, 2 * phase) + rng.gauss(0, 0.02), 0.0, 0.99)
+    return synth.clip(0.25 + 0.3 * phase**2 + rng.gauss(0, 0.05), 0.0, 0.95)
 
 
 def _generate_network(
@@ -722,7 +684,9 @@ def _generate_network(
             is_congested = (src.name, dst.name) == congested
             src_host = f"psonar1.{_host_domain(src.name)}"
             dst_host = f"psonar1.{_host_domain(dst.name)}"
-            base = _base_delay_ms(src, dst) + rng.uniform(-0.1, 0.3)  # asymmetric routes
+            base = synth.base_delay_ms(src.lat, src.lon, dst.lat, dst.lon) + rng.uniform(
+                -0.1, 0.3
+            )  # asymmetric routes
             transatlantic = abs(src.lon - dst.lon) > 40
             capacity_bps = 100e9 if not transatlantic else 40e9
             if is_congested:  # the planted bottleneck: a 10 Gb/s segment on the path
@@ -742,14 +706,14 @@ def _generate_network(
                 u = _utilisation(ts, is_congested, rng)
                 queue = 40 * max(0.0, u - 0.7) ** 1.5 * (3 if is_congested else 1)
                 loss_rate = 0.03 * max(0.0, (u - 0.75) / 0.25) ** 2 + 2e-6
-                lost = _poisson(rng, loss_rate * packets)
+                lost = synth.poisson(rng, loss_rate * packets)
                 d_min = base + rng.uniform(0.0, 0.05)
                 d_median = d_min + rng.uniform(0.03, 0.2) + 0.8 * queue
                 d_mean = d_median + rng.uniform(0.0, 0.1) + 0.3 * queue
                 records.append(
                     {
                         **path,
-                        "ts": _ts(ts),
+                        "ts": synth.ts(ts),
                         "test": "latency",
                         "delay_mean_ms": round(d_mean, 3),
                         "delay_median_ms": round(d_median, 3),
@@ -767,13 +731,13 @@ def _generate_network(
                 u = _utilisation(t, is_congested, rng)
                 spare = max(0.01, 1 - u) * capacity_bps
                 bps = min(tcp_ceiling * rng.uniform(0.6, 0.98), spare * rng.uniform(0.7, 0.95))
-                retrans = _poisson(rng, 40) + (
-                    _poisson(rng, 20_000 * max(0.0, u - 0.75)) if u > 0.75 else 0
+                retrans = synth.poisson(rng, 40) + (
+                    synth.poisson(rng, 20_000 * max(0.0, u - 0.75)) if u > 0.75 else 0
                 )
                 records.append(
                     {
                         **path,
-                        "ts": _ts(t),
+                        "ts": synth.ts(t),
                         "test": "throughput",
                         "delay_mean_ms": None,
                         "delay_median_ms": None,
@@ -807,7 +771,7 @@ def generate_week(
     if jobs_per_site < 1:
         raise ValueError("jobs_per_site must be positive")
     monday = week_start - timedelta(days=week_start.weekday())
-    week0 = _epoch(monday)
+    week0 = synth.epoch(monday)
     rng = random.Random(f"gridlake-demo:{seed}")
     chosen = list(SITES[:sites])
     slow_site = chosen[2].name if sites > 2 else chosen[-1].name
@@ -867,11 +831,11 @@ def generate_week(
         "monitored_hosts": {
             s.name: [h.name for h in hosts[s.name][:MONITORED_HOSTS_PER_SITE]] for s in chosen
         },
-        "node_window": {"start": _ts(window_start), "end": _ts(window_end)},
+        "node_window": {"start": synth.ts(window_start), "end": synth.ts(window_end)},
         "memory_pressure": {
             "host": pressure[0],
-            "start": _ts(pressure[1]),
-            "end": _ts(pressure[2]),
+            "start": synth.ts(pressure[1]),
+            "end": synth.ts(pressure[2]),
         },
         "congested_path": {
             "src_site": congested[0],
@@ -887,10 +851,6 @@ def generate_week(
     return DemoWeek(jobs=jobs, nodes=nodes, network=network, truth=truth)
 
 
-def _dumps(record: dict[str, Any]) -> str:
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
 def write_week(out_dir: Path, week: DemoWeek) -> dict[str, Path]:
     """Write ``jobs.jsonl``, ``nodes.jsonl``, ``network.jsonl`` (one object a line, sorted keys)
     and ``truth.json`` into ``out_dir``; return the paths by name."""
@@ -901,7 +861,7 @@ def write_week(out_dir: Path, week: DemoWeek) -> dict[str, Path]:
         path = out_dir / f"{name}.jsonl"
         with path.open("w", encoding="utf-8", newline="\n") as fh:
             for record in getattr(week, name):
-                fh.write(_dumps(record) + "\n")
+                fh.write(synth.dumps(record, sort_keys=True) + "\n")
         paths[name] = path
     truth_path = out_dir / "truth.json"
     truth_path.write_text(

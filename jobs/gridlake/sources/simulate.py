@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gridlake.reference.cpu_models import reference_rows
+from gridlake.sources import synth
 
 # --------------------------------------------------------------------------------------------
 # Planted model constants
@@ -311,26 +312,6 @@ class Grid:
     range_end: int
 
 
-def _epoch(day: date) -> int:
-    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
-
-
-def _ts(epoch: float) -> str:
-    return datetime.fromtimestamp(int(epoch), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _loguniform(rng: random.Random, lo: float, hi: float) -> float:
-    return math.exp(rng.uniform(math.log(lo), math.log(hi)))
-
-
-def _pick(rng: random.Random, weighted: list[tuple[Any, float]] | tuple[Any, ...]) -> Any:
-    return rng.choices([k for k, _ in weighted], weights=[w for _, w in weighted])[0]
-
-
-def _clip(x: float, lo: float, hi: float) -> float:
-    return lo if x < lo else hi if x > hi else x
-
-
 def _choose_models(rng: random.Random, n: int) -> list[CpuModel]:
     """n real x86 models with an HS23 figure; the first is a Haswell (the common, reference-like
     model), one Ivy Bridge is always included (the benchmark-misleading one for simulation)."""
@@ -400,14 +381,14 @@ def build_grid(config: SimConfig) -> tuple[Grid, random.Random]:
             n_tasks = max(3, round(config.jobs * spec.count_share * share / JOBS_PER_TASK))
             for _ in range(n_tasks):
                 serial += 1
-                cores = _pick(rng, spec.cores)
-                cpe = _loguniform(rng, *spec.cpu_per_event)
-                hours = _loguniform(rng, *spec.payload_hours)
+                cores = synth.pick(rng, spec.cores)
+                cpe = synth.loguniform(rng, *spec.cpu_per_event)
+                hours = synth.loguniform(rng, *spec.payload_hours)
                 eff = spec.efficiency * amdahl_parallel_efficiency(cores, spec.serial_fraction)
                 events = max(1, round(hours * 3600 * cores * eff / cpe))
                 tid = f"sim{config.seed}-{vo}-{jt}-{serial:06d}"
                 tasks.setdefault((vo, jt), []).append(Task(tid, vo, jt, cores, cpe, events))
-    start = _epoch(config.start)
+    start = synth.epoch(config.start)
     grid = Grid(config, models, sites, tasks, roles, start, start + config.days * 86400)
     return grid, rng
 
@@ -504,7 +485,7 @@ class Simulation:
         n = task.cores
         factor, signature = site_efficiency_factor(site, task.job_type, task.vo)
         eff = spec.efficiency * factor * amdahl_parallel_efficiency(n, spec.serial_fraction)
-        eff = _clip(eff * math.exp(rng.gauss(0, 0.02)), 0.02, 0.99)
+        eff = synth.clip(eff * math.exp(rng.gauss(0, 0.02)), 0.02, 0.99)
         speed = model.speed(task.job_type) * site.speed_factor
         payload_cpu = events * task.cpu_per_event / speed * math.exp(rng.gauss(0, 0.03))
         payload_wall = payload_cpu / (n * eff)
@@ -525,7 +506,7 @@ class Simulation:
             t_fail = rng.expovariate(h) * 3600 if h > 0 else math.inf
             if t_fail < t_end:
                 t_end = t_fail
-                failure = _pick(rng, list(spec.hazards.items()))
+                failure = synth.pick(rng, list(spec.hazards.items()))
         wall = max(1, math.ceil(t_end))
         init_part = min(wall, init)
         payload_part = max(0.0, wall - init)
@@ -555,9 +536,9 @@ class Simulation:
             "job_type": task.job_type,
             "cpu_model": model.name,
             "cores": n,
-            "submit_time": _ts(start - int(rng.expovariate(1 / 1800))),
-            "start_time": _ts(start),
-            "end_time": _ts(end),
+            "submit_time": synth.ts(start - int(rng.expovariate(1 / 1800))),
+            "start_time": synth.ts(start),
+            "end_time": synth.ts(end),
             "wall_seconds": wall,
             "cpu_user_seconds": round(cpu - system, 2),
             "cpu_system_seconds": round(system, 2),
@@ -595,18 +576,18 @@ class Simulation:
 
     def _emit_job(self, w: _Writers, rec: dict[str, Any], truth: dict[str, Any]) -> None:
         g = self.grid
-        if rec["end_time"] >= _ts(g.range_end):
+        if rec["end_time"] >= synth.ts(g.range_end):
             return
         bad = g.config.bad_share > 0 and self.rng.random() < g.config.bad_share
         if bad:
             rec, rule = self._corrupt_job(rec)
             self.bad_records.append({"topic": "grid.jobs", "key": rec["job_id"], "rule": rule})
-            w.jobs.write(_dumps(rec) + "\n")
+            w.jobs.write(synth.dumps(rec) + "\n")
             self.counts["bad_jobs"] = self.counts.get("bad_jobs", 0) + 1
             return
-        w.jobs.write(_dumps(rec) + "\n")
+        w.jobs.write(synth.dumps(rec) + "\n")
         if g.config.resend_share > 0 and self.rng.random() < g.config.resend_share:
-            w.jobs.write(_dumps(rec) + "\n")
+            w.jobs.write(synth.dumps(rec) + "\n")
             self.counts["resent_jobs"] = self.counts.get("resent_jobs", 0) + 1
         self.counts["jobs"] = self.counts.get("jobs", 0) + 1
         if rec["attempt"] == 1:
@@ -639,7 +620,7 @@ class Simulation:
             return rec, "out of range: cores < 1"
         if kind == 2:
             rec["start_time"], rec["end_time"] = rec["end_time"], rec["start_time"]
-            rec["start_time"] = _ts(_parse(rec["start_time"]) + 3600)
+            rec["start_time"] = synth.ts(_parse(rec["start_time"]) + 3600)
             return rec, "end_time before start_time"
         if kind == 3:
             del rec["site"]
@@ -654,7 +635,7 @@ class Simulation:
         # the first hosts cover the site's models in turn, the rest are drawn by weight
         if index < len(site.fleet):
             return self.grid.models[site.fleet[index][0]]
-        return self.grid.models[_pick(self.rng, site.fleet)]
+        return self.grid.models[synth.pick(self.rng, site.fleet)]
 
     def _occupation_weights(self, site: Site) -> list[tuple[tuple[str, str], float]]:
         out = []
@@ -691,7 +672,7 @@ class Simulation:
         )
         t = g.range_start + rng.randrange(600)
         while t < g.range_end:
-            vo, jt = _pick(rng, weights)
+            vo, jt = synth.pick(rng, weights)
             task = rng.choice(g.tasks[(vo, jt)])
             lanes = SLOT_CORES // task.cores
             runs: list[_Run] = []
@@ -767,17 +748,17 @@ class Simulation:
                 outage={"src_site": outage[0], "dst_site": outage[1]},
                 throughput_drop={"src_site": drop[0], "dst_site": drop[1],
                                  "factor": THROUGHPUT_DROP_FACTOR,
-                                 "from": _ts(g.range_end - 2 * 86400)},
+                                 "from": synth.ts(g.range_end - 2 * 86400)},
             )  # fmt: skip
         start, end = g.range_start, g.range_end
         outage_window = (start + (end - start) // 2, start + (end - start) // 2 + 2 * 3600)
         if outage:
-            planted["outage"]["start"] = _ts(outage_window[0])
-            planted["outage"]["end"] = _ts(outage_window[1])
+            planted["outage"]["start"] = synth.ts(outage_window[0])
+            planted["outage"]["end"] = synth.ts(outage_window[1])
         packets = LATENCY_PACKETS_PER_SECOND * cfg.latency_interval
         for src, dst in pairs:
             path = (src.name, dst.name)
-            base = _base_delay_ms(src, dst) + rng.uniform(-0.1, 0.3)
+            base = synth.base_delay_ms(src.lat, src.lon, dst.lat, dst.lon) + rng.uniform(-0.1, 0.3)
             u_base, u_amp = rng.uniform(0.15, 0.4), rng.uniform(0.05, 0.2)
             capacity, ceiling = path_capacity(cfg.seed, src, dst)
             planted["paths"][f"{src.name}->{dst.name}"] = {
@@ -795,8 +776,8 @@ class Simulation:
                     day += 86400
                 for e in episodes:
                     planted["congestion_episodes"].append(
-                        {"src_site": src.name, "dst_site": dst.name, "start": _ts(e[0]),
-                         "end": _ts(e[1]), "peak_utilisation": round(e[2], 3)}
+                        {"src_site": src.name, "dst_site": dst.name, "start": synth.ts(e[0]),
+                         "end": synth.ts(e[1]), "peak_utilisation": round(e[2], 3)}
                     )  # fmt: skip
             spike = cfg.effects and dst.name == g.roles.get("weekend_spike_site")
             noise = 0.0
@@ -818,14 +799,14 @@ class Simulation:
                     extra = WEEKEND_SPIKE_MS
                 if path == drift:
                     extra += CLOCK_DRIFT_MS_PER_DAY * (t - start) / 86400
-                lost = _poisson(rng, loss_rate * packets)
+                lost = synth.poisson(rng, loss_rate * packets)
                 if path == outage and outage_window[0] <= t < outage_window[1]:
                     lost = packets
                 d_min = base + rng.uniform(0.0, 0.05) + extra
                 d_median = d_min + rng.uniform(0.03, 0.2) + 0.8 * queue
                 rec = {
                     **hosts,
-                    "ts": _ts(t),
+                    "ts": synth.ts(t),
                     "test": "latency",
                     "delay_mean_ms": round(d_median + rng.uniform(0.0, 0.1) + 0.3 * queue, 3),
                     "delay_median_ms": round(d_median, 3),
@@ -837,7 +818,7 @@ class Simulation:
                     "tool": "owping",
                 }
                 if cfg.bad_share > 0 and rng.random() < cfg.bad_share:
-                    rec = dict(rec, packet_loss=1.5, ts=_ts(t + 1))
+                    rec = dict(rec, packet_loss=1.5, ts=synth.ts(t + 1))
                     key = f"{rec['src_host']}|{rec['dst_host']}|{rec['ts']}|latency"
                     self.bad_records.append(
                         {
@@ -847,8 +828,8 @@ class Simulation:
                         }
                     )
                     self.counts["bad_network"] = self.counts.get("bad_network", 0) + 1
-                w.network.write(_dumps(rec) + "\n")
-                w.link_truth.writerow([src.name, dst.name, _ts(t), round(u, 4)])
+                w.network.write(synth.dumps(rec) + "\n")
+                w.link_truth.writerow([src.name, dst.name, synth.ts(t), round(u, 4)])
                 self.counts["network"] = self.counts.get("network", 0) + 1
                 while next_tp <= t and next_tp < end:
                     spare = max(0.01, 1 - u) * capacity
@@ -856,10 +837,10 @@ class Simulation:
                     if path == drop and next_tp >= end - 2 * 86400:
                         bps *= THROUGHPUT_DROP_FACTOR
                     w.network.write(
-                        _dumps(
+                        synth.dumps(
                             {
                                 **hosts,
-                                "ts": _ts(next_tp),
+                                "ts": synth.ts(next_tp),
                                 "test": "throughput",
                                 "delay_mean_ms": None,
                                 "delay_median_ms": None,
@@ -867,8 +848,8 @@ class Simulation:
                                 "delay_sd_ms": None,
                                 "packet_loss": None,
                                 "throughput_bps": round(bps, -3),
-                                "retransmits": _poisson(rng, 40)
-                                + (_poisson(rng, 20_000 * (u - 0.75)) if u > 0.75 else 0),
+                                "retransmits": synth.poisson(rng, 40)
+                                + (synth.poisson(rng, 20_000 * (u - 0.75)) if u > 0.75 else 0),
                                 "tool": "iperf3",
                             }
                         )
@@ -916,7 +897,7 @@ class _NodeState:
         """A broken sample (one of three faults) and its record in ``bad_records``."""
         assert self.bad_rng is not None and self.bad_records is not None
         rec: dict[str, Any] = {
-            "site": self.site.name, "host": self.host, "ts": _ts(ts + 1),
+            "site": self.site.name, "host": self.host, "ts": synth.ts(ts + 1),
             "interval_seconds": self.interval, "kind": "vmstat", "us": 10, "sy": 1, "id": 89,
             "wa": 0,
         }  # fmt: skip
@@ -929,7 +910,7 @@ class _NodeState:
             rec["wa"], rule = -5, "out of range: wa < 0"
         key = f"{self.host}|{rec['ts']}|{rec['kind']}"
         self.bad_records.append({"topic": "grid.nodes", "key": key, "rule": rule})
-        return _dumps(rec) + "\n"
+        return synth.dumps(rec) + "\n"
 
     def _samples(self, ts: int, running: list[_Run]) -> str:
         rng = self.rng
@@ -948,17 +929,17 @@ class _NodeState:
             swapping |= r.signature == "memory_bound"
             io_saturated |= r.signature == "io_wait_bound"
         n = SLOT_CORES
-        us = _clip(100 * (busy - sys_share) / n + rng.gauss(0, 0.8), 0, 100)
-        sy = _clip(100 * sys_share / n + 0.5 + rng.gauss(0, 0.2), 0, 100)
-        wa = _clip(100 * iow / n + abs(rng.gauss(0, 0.3)), 0, 100)
+        us = synth.clip(100 * (busy - sys_share) / n + rng.gauss(0, 0.8), 0, 100)
+        sy = synth.clip(100 * sys_share / n + 0.5 + rng.gauss(0, 0.2), 0, 100)
+        wa = synth.clip(100 * iow / n + abs(rng.gauss(0, 0.3)), 0, 100)
         total = us + sy + wa
         if total > 100:
             us, sy, wa = (v * 100 / total for v in (us, sy, wa))
         if io_saturated and self.slow_disk:
-            util = _clip(88 + rng.gauss(0, 4), 70, 99.9)
+            util = synth.clip(88 + rng.gauss(0, 4), 70, 99.9)
             r_await = rng.uniform(25, 80)
         else:
-            util = _clip(2 + 30 * iow / n + read_kbs / 20000 + rng.gauss(0, 0.5), 0.1, 60)
+            util = synth.clip(2 + 30 * iow / n + read_kbs / 20000 + rng.gauss(0, 0.5), 0.1, 60)
             r_await = rng.uniform(0.3, 3.0)
         r_s = max(0.0, read_kbs / 64 + rng.uniform(0, 3))
         w_s = rng.uniform(1, 20)
@@ -976,7 +957,7 @@ class _NodeState:
             resident = self.mem_total_kb * 0.95
         buff = self.mem_total_kb * 0.01
         free = max(0.0, self.mem_total_kb - resident - buff - self.cache_kb)
-        stamp = _ts(ts)
+        stamp = synth.ts(ts)
         base = {"site": self.site.name, "host": self.host, "ts": stamp,
                 "interval_seconds": self.interval}  # fmt: skip
         swap_disk = {
@@ -989,7 +970,7 @@ class _NodeState:
             "w_await_ms": round(rng.uniform(15, 40) if swapping else rng.uniform(1, 6), 2),
             "aqu_sz": round(rng.uniform(1, 4) if swapping else rng.uniform(0, 0.1), 2),
             "util_pct": round(
-                _clip(55 + rng.gauss(0, 8), 20, 99) if swapping else rng.uniform(0.5, 4), 1
+                synth.clip(55 + rng.gauss(0, 8), 20, 99) if swapping else rng.uniform(0.5, 4), 1
             ),
         }  # fmt: skip
         scratch = {
@@ -1036,16 +1017,12 @@ class _NodeState:
             "cpu_idle": round(max(0.0, 100 - us - sy - wa), 2),
             "disks": [swap_disk, scratch],
         }
-        return _dumps(vm) + "\n" + _dumps(io) + "\n"
+        return synth.dumps(vm) + "\n" + synth.dumps(io) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
-
-
-def _dumps(record: dict[str, Any]) -> str:
-    return json.dumps(record, separators=(",", ":"), allow_nan=False)
 
 
 def _parse(ts: str) -> int:
@@ -1055,18 +1032,6 @@ def _parse(ts: str) -> int:
 def _iso_monday(ts: str) -> str:
     d = date(int(ts[0:4]), int(ts[5:7]), int(ts[8:10]))
     return (d - timedelta(days=d.weekday())).isoformat()
-
-
-def _poisson(rng: random.Random, lam: float) -> int:
-    if lam <= 0:
-        return 0
-    if lam > 30:
-        return max(0, round(rng.gauss(lam, math.sqrt(lam))))
-    limit, k, p = math.exp(-lam), 0, rng.random()
-    while p > limit:
-        k += 1
-        p *= rng.random()
-    return k
 
 
 def path_capacity(seed: int, src: Site, dst: Site) -> tuple[float, float]:
@@ -1084,16 +1049,6 @@ def path_capacity(seed: int, src: Site, dst: Site) -> tuple[float, float]:
     return (100e9 if short else 40e9), (9.4e9 if short else 4.0e9) * share
 
 
-def _base_delay_ms(a: Site, b: Site) -> float:
-    """One-way delay from the great-circle distance: fibre ~200 km/ms, routes ~1.4x longer."""
-    la1, lo1, la2, lo2 = map(math.radians, (a.lat, a.lon, b.lat, b.lon))
-    h = (
-        math.sin((la2 - la1) / 2) ** 2
-        + math.cos(la1) * math.cos(la2) * math.sin((lo2 - lo1) / 2) ** 2
-    )
-    return 0.3 + 1.4 * 2 * 6371 * math.asin(math.sqrt(h)) / 200
-
-
 def _utilisation(
     t: int, base: float, amp: float, noise: float, episodes: list[tuple[int, int, float]]
 ) -> float:
@@ -1104,7 +1059,7 @@ def _utilisation(
         if s <= t < e:
             ramp = min(1.0, (t - s) / 1800, (e - t) / 1800)
             u = max(u, u + (peak - u) * ramp)
-    return _clip(u, 0.0, 0.995)
+    return synth.clip(u, 0.0, 0.995)
 
 
 def _weekend_spike(t: int) -> bool:
@@ -1141,7 +1096,7 @@ def _lane_cost(site: Site, model: CpuModel, reference: CpuModel, task: Task) -> 
     n = task.cores
     speed = model.speed(task.job_type) * site.speed_factor
     factor, _ = site_efficiency_factor(site, task.job_type, task.vo)
-    eff = _clip(spec.efficiency * factor * amdahl_parallel_efficiency(n, spec.serial_fraction),
+    eff = synth.clip(spec.efficiency * factor * amdahl_parallel_efficiency(n, spec.serial_fraction),
                 0.02, 0.99)  # fmt: skip
     init = spec.init_seconds * reference.speed(task.job_type) / speed
     p = spec.stage_in_failure * (2 if "slow_storage_site" in site.roles else 1)
@@ -1294,7 +1249,7 @@ def _truth(sim: Simulation, network: dict[str, Any]) -> dict[str, Any]:
             "resend_share": cfg.resend_share,
             "monitored_hosts_per_site": cfg.monitored_hosts_per_site,
         },
-        "range": {"start": _ts(g.range_start), "end_exclusive": _ts(g.range_end)},
+        "range": {"start": synth.ts(g.range_start), "end_exclusive": synth.ts(g.range_end)},
         "hs23_unit": HS23_UNIT,
         "planted": dict(
             g.roles,
