@@ -41,7 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from gridlake.sources.base import Item, Rejected, make_job, open_text, to_int
+from gridlake.sources.base import Item, Rejected, iter_lines, make_job, to_int
 
 SOURCE_FORMAT = "slurm"
 
@@ -142,46 +142,42 @@ def read_sacct(
         return _row_to_job(row, raw, str(path), f"line {lineno}", site, host, vo, zone,
                            fill_unknown, step_rss)  # fmt: skip
 
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            text = line.rstrip("\r\n")
-            if not text.strip():
+    for lineno, line, text in iter_lines(path):
+        values = text.split("|")
+        if header is None:
+            if _is_header(values):
+                header = [v.strip() for v in values]
                 continue
-            values = text.split("|")
-            if header is None:
-                if _is_header(values):
-                    header = [v.strip() for v in values]
-                    continue
-                header = list(fields or APEL_FIELDS)
-            if len(values) != len(header):
-                yield Rejected(
-                    str(path),
-                    f"line {lineno}",
-                    f"expected {len(header)} '|' fields ({'|'.join(header)}), got {len(values)}",
-                    line,
-                )
+            header = list(fields or APEL_FIELDS)
+        if len(values) != len(header):
+            yield Rejected(
+                str(path),
+                f"line {lineno}",
+                f"expected {len(header)} '|' fields ({'|'.join(header)}), got {len(values)}",
+                line,
+            )
+            continue
+        row = {name.lower(): value for name, value in zip(header, values, strict=True)}
+        job_id = row.get("jobid", "").strip()
+        base, _, step = job_id.partition(".")
+        if step:
+            if pending is not None and pending[1].get("jobid", "").strip() == base:
+                rss = parse_memory_kib(row.get("maxrss", ""))
+                if rss is not None:
+                    pending_rss = rss if pending_rss is None else max(pending_rss, rss)
                 continue
-            row = {name.lower(): value for name, value in zip(header, values, strict=True)}
-            job_id = row.get("jobid", "").strip()
-            base, _, step = job_id.partition(".")
-            if step:
-                if pending is not None and pending[1].get("jobid", "").strip() == base:
-                    rss = parse_memory_kib(row.get("maxrss", ""))
-                    if rss is not None:
-                        pending_rss = rss if pending_rss is None else max(pending_rss, rss)
-                    continue
-                if step == "extern":
-                    continue
-                if pending is not None:
-                    yield emit(*pending, pending_rss)
-                    pending, pending_rss = None, None
-                yield emit(lineno, row, line, None)  # only steps exist for this job
+            if step == "extern":
                 continue
             if pending is not None:
                 yield emit(*pending, pending_rss)
-            pending, pending_rss = (lineno, row, line), None
+                pending, pending_rss = None, None
+            yield emit(lineno, row, line, None)  # only steps exist for this job
+            continue
         if pending is not None:
             yield emit(*pending, pending_rss)
+        pending, pending_rss = (lineno, row, line), None
+    if pending is not None:
+        yield emit(*pending, pending_rss)
 
 
 def _row_to_job(
