@@ -15,6 +15,8 @@ from pathlib import Path
 
 import requests
 
+from gridlake.serving.http import retrying_session
+
 REPO = Path(__file__).resolve().parent.parent
 SUPERSET_SH = REPO / "infra" / "superset.sh"
 
@@ -42,7 +44,7 @@ class SupersetAPI:
     def __init__(self, base_url: str, user: str, password: str):
         self.base = base_url.rstrip("/")
         self.user = user
-        self.http = requests.Session()
+        self.http = retrying_session()
         resp = self.http.post(
             f"{self.base}/api/v1/security/login",
             json={"username": user, "password": password, "provider": "db", "refresh": False},

@@ -643,10 +643,10 @@ def synthesise_gold(spark: Any, scale: ServingScale, settings: Settings) -> dict
 
 class _Superset:
     def __init__(self, base: str, user: str, password: str) -> None:
-        import requests
+        from gridlake.serving.http import retrying_session
 
         self.base = base
-        self.http = requests.Session()
+        self.http = retrying_session()
         r = self.http.post(
             f"{base}/api/v1/security/login",
             json={"username": user, "password": password, "provider": "db", "refresh": False},
