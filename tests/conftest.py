@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import warnings
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -276,6 +277,23 @@ def gridlake_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[
     )
 
 
+def _warn_on_worker_restarts(log: Path, start: int) -> None:
+    """A gunicorn worker killed (timeout, crash) while tests talked to it drops their connections;
+    say so in the test summary, with the log's lines, rather than leave only a client error."""
+    if not log.exists():
+        return
+    with log.open("rb") as fh:
+        fh.seek(start)
+        lines = fh.read().decode(errors="replace").splitlines()
+    bad = [
+        ln for ln in lines if "WORKER TIMEOUT" in ln or "was sent SIGKILL" in ln or "SIGABRT" in ln
+    ]
+    if bad:
+        warnings.warn(
+            "Superset workers were killed during the tests:\n" + "\n".join(bad[-10:]), stacklevel=2
+        )
+
+
 @pytest.fixture(scope="session")
 def superset(gold_demo, thrift) -> Iterator[dict]:
     """Superset of the instance (assets imported, roles synced), started here unless it already
@@ -286,6 +304,8 @@ def superset(gold_demo, thrift) -> Iterator[dict]:
     assert settings.instance != "demo", "the tests never run on the demo instance"
     pid_file = settings.state / "run" / "superset.pid"
     was_running = "running" in superset_sh("status").stdout
+    log = settings.state / "logs" / "superset.log"
+    log_start = log.stat().st_size if log.exists() else 0
     started = superset_sh("start", timeout=1500)
     assert started.returncode == 0, started.stdout[-6000:]
     pid = pid_file.read_text().strip()
@@ -297,6 +317,7 @@ def superset(gold_demo, thrift) -> Iterator[dict]:
         "settings": settings,
         "pid": pid,
     }
+    _warn_on_worker_restarts(settings.state / "logs" / "superset.log", log_start)
     if not was_running and pid_file.exists() and pid_file.read_text().strip() == pid:
         stopped = superset_sh("stop", timeout=120)
         assert stopped.returncode == 0, stopped.stdout
