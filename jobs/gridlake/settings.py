@@ -143,8 +143,9 @@ class Settings:
             )
         conf["spark.driver.extraJavaOptions"] = (
             f"-Dlog4j2.configurationFile={REPO_ROOT / 'infra' / 'spark' / 'log4j2.properties'} "
-            f"-Dderby.stream.error.file={self.state / 'logs' / 'derby-client.log'}"
-        )
+            f"-Dderby.stream.error.file={self.state / 'logs' / 'derby-client.log'} "
+            + _env("GRIDLAKE_DRIVER_JAVA_OPTIONS", "")
+        ).strip()
         if self.is_local:
             conf.update(
                 {

@@ -221,20 +221,26 @@ def analyze(
     unknown = [g for g in groups or () if g not in GROUPS]
     if unknown:
         raise ValueError(f"unknown gold groups {unknown}; one of {', '.join(GROUPS)}")
-    for name in groups or GROUPS:
-        tables = {t.full_name: t for t in group_tables(name)}
-        for table in tables.values():  # every table exists, empty until its data suffices
-            table.ensure(spark, settings)
-        fp = fingerprint(spark, name, settings)
-        written = [t for t in tables.values() if t.full_name != "gold.network_model_runs"]
-        if skip_current and all(_last_fingerprint(spark, t, settings) == fp for t in written):
-            log.warning("gold group %s is current (inputs unchanged): not recomputed", name)
-            continue
-        meta = json.dumps({FINGERPRINT_KEY: fp})
-        run_id = f"analyze-{name}-{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}"
-        for full_name, df in group(name).build(Inputs(spark, settings)).items():
-            counts[full_name] = write_gated(spark, tables[full_name], df, meta, run_id, settings)
-            log.info("gold %s: %d rows", full_name, counts[full_name])
+    checked: list[tuple] = []  # the gate's outcomes, appended in one commit at the end
+    try:
+        for name in groups or GROUPS:
+            tables = {t.full_name: t for t in group_tables(name)}
+            for table in tables.values():  # every table exists, empty until its data suffices
+                table.ensure(spark, settings)
+            fp = fingerprint(spark, name, settings)
+            written = [t for t in tables.values() if t.full_name != "gold.network_model_runs"]
+            if skip_current and all(_last_fingerprint(spark, t, settings) == fp for t in written):
+                log.warning("gold group %s is current (inputs unchanged): not recomputed", name)
+                continue
+            meta = json.dumps({FINGERPRINT_KEY: fp})
+            run_id = f"analyze-{name}-{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}"
+            for full_name, df in group(name).build(Inputs(spark, settings)).items():
+                counts[full_name] = write_gated(
+                    spark, tables[full_name], df, meta, run_id, settings, checked
+                )
+                log.info("gold %s: %d rows", full_name, counts[full_name])
+    finally:
+        _record_gold_checks(spark, checked, settings)
     return counts
 
 
@@ -249,17 +255,20 @@ def _previous_rows(spark: SparkSession, table: Table, settings: Settings) -> int
     return int(spark.read.format("delta").load(path).count())  # answered from the log's stats
 
 
-def _record_gold_checks(spark: SparkSession, table: Table, results: list[CheckResult],
-                        run_id: str, settings: Settings) -> None:  # fmt: skip
-    """The gate's results of a gold table, appended to silver.quality_results."""
+def _check_rows(table: Table, results: list[CheckResult], run_id: str) -> list[tuple]:
+    return [(run_id, table.full_name, r.check.kind, r.check.column, r.check.severity, r.success,
+             r.detail) for r in results]  # fmt: skip
+
+
+def _record_gold_checks(spark: SparkSession, rows: list[tuple], settings: Settings) -> None:
+    """The gate's results of gold tables (rows of :func:`_check_rows`), appended to
+    silver.quality_results in one commit (one per analyze run, not one per table)."""
     from pyspark.sql import functions as F
 
     from gridlake.silver.tables import QUALITY_RESULTS
 
-    if not results:
+    if not rows:
         return
-    rows = [(run_id, table.full_name, r.check.kind, r.check.column, r.check.severity, r.success,
-             r.detail) for r in results]  # fmt: skip
     schema = ("batch_id string, table_name string, check_kind string, check_column string, "
               "severity string, success boolean, detail string")  # fmt: skip
     df = spark.createDataFrame(rows, schema).withColumn("checked_at", F.current_timestamp())
@@ -270,23 +279,28 @@ def _record_gold_checks(spark: SparkSession, table: Table, results: list[CheckRe
 
 
 def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run_id: str,
-                settings: Settings) -> int:  # fmt: skip
+                settings: Settings, checked: list[tuple]) -> int:  # fmt: skip
     """Replace a gold table with ``df`` once it passes the table's gate (its checks, a unique
     key, no collapse of the row count against the current version); returns the rows written.
 
-    The frame is computed once (persisted, spilling to disk if large), checked, then written.
+    The table exists (analyze ensures a group's tables before building it). The frame is
+    computed once (persisted, spilling to disk if large), checked, then written.
     A failed gate raises QualityGateError with the reason and writes nothing: the previous
-    version stays what readers see. Every outcome goes to silver.quality_results."""
+    version stays what readers see. Every outcome is added to ``checked`` (rows for
+    silver.quality_results, which the caller appends once, failure or not)."""
     from pyspark import StorageLevel
 
-    table.ensure(spark, settings)
     frame = table.conform(df).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         rows = frame.count()
         previous = _previous_rows(spark, table, settings) if table.stable_rows else None
-        gate(table, frame, previous_rows=previous, rows=rows,
-             record=lambda results: _record_gold_checks(spark, table, results, run_id,
-                                                        settings))  # fmt: skip
+        gate(
+            table,
+            frame,
+            previous_rows=previous,
+            rows=rows,
+            record=lambda results: checked.extend(_check_rows(table, results, run_id)),
+        )
         (
             frame.write.format("delta")
             .mode("overwrite")

@@ -396,7 +396,8 @@ def process_batch(
                 f"accept a genuine drop with `gridlake refine --accept-volume-drop`"
             )
 
-        _append(q, spec.quarantine, f"{APP_ID}-{spec.input}-quarantine", batch_num, settings)
+        if quarantined:  # an empty append would still be a commit (of no files)
+            _append(q, spec.quarantine, f"{APP_ID}-{spec.input}-quarantine", batch_num, settings)
         inserted = updated = 0
         for n, out in enumerate(spec.outputs):
             derived = out.rows(clean)
