@@ -153,9 +153,16 @@ def _code_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-def fingerprint(spark: SparkSession, group: str, settings: Settings) -> str:
+def fingerprint(
+    spark: SparkSession, group: str, settings: Settings, rules_frame: DataFrame | None = None
+) -> str:
     """What a group's gold depends on: the code, the Delta version of every input table and the
-    content of its rule table. Equal fingerprints give equal gold (analyze is deterministic)."""
+    content of its rule table. Equal fingerprints give equal gold (analyze is deterministic).
+
+    ``rules_frame``: the rules the group is about to write to its rule table (the operator's plus
+    the shipped versions it lacked), hashed instead of the table's current content; the
+    fingerprint written with the tables is then the one the next run reads back, so a run that
+    added shipped rules is current afterwards (not recomputed once more for its own write)."""
     import hashlib
     import json
 
@@ -175,7 +182,8 @@ def fingerprint(spark: SparkSession, group: str, settings: Settings) -> str:
     rules = ""
     if group in RULE_TABLES:
         table = known[RULE_TABLES[group]]
-        rule_rows = Inputs(spark, settings).read(table).collect()  # a few rules
+        source = table.conform(rules_frame) if rules_frame is not None else None
+        rule_rows = (source or Inputs(spark, settings).read(table)).collect()  # a few rules
         rows = sorted(json.dumps(r.asDict(), sort_keys=True, default=str) for r in rule_rows)
         rules = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
     return json.dumps({"code": _code_hash(), "inputs": versions, "rules": rules}, sort_keys=True)
@@ -232,9 +240,12 @@ def analyze(
             if skip_current and all(_last_fingerprint(spark, t, settings) == fp for t in written):
                 log.warning("gold group %s is current (inputs unchanged): not recomputed", name)
                 continue
-            meta = json.dumps({FINGERPRINT_KEY: fp})
             run_id = f"analyze-{name}-{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}"
-            for full_name, df in group(name).build(Inputs(spark, settings)).items():
+            frames = group(name).build(Inputs(spark, settings))
+            if name in RULE_TABLES:  # the rules as written below (built from collected rows)
+                fp = fingerprint(spark, name, settings, frames[RULE_TABLES[name]])
+            meta = json.dumps({FINGERPRINT_KEY: fp})
+            for full_name, df in frames.items():
                 counts[full_name] = write_gated(
                     spark, tables[full_name], df, meta, run_id, settings, checked
                 )
