@@ -6,7 +6,7 @@ VENV := $(GRIDLAKE_HOME)/venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: help install up down status demo test test-demo test-nightly test-unit lint format bench docs clean-test
+.PHONY: help install up down status demo test test-demo test-nightly test-unit test-cluster cluster-up cluster-down cluster-status lint format bench docs clean-test
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -43,7 +43,7 @@ demo: up ## the main job: simulated weeks -> Kafka -> Airflow DAGs -> gold, week
 	@bash infra/demo.sh
 
 test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side)
-	@PYTEST_MARK="not nightly and not demo" bash infra/test.sh $(PYTEST_ARGS)
+	@PYTEST_MARK="not nightly and not demo and not cluster" bash infra/test.sh $(PYTEST_ARGS)
 
 test-demo: install ## make demo as a newcomer runs it, on its own instance: cold, warm, summary, Try commands, dashboards, make down
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m demo tests/test_demo.py $(PYTEST_ARGS)
@@ -53,6 +53,18 @@ test-nightly: install ## end-to-end DAG runs on a simulated grid (ingest, analyt
 
 test-unit: install ## only the tests that need no service
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m "not integration" $(PYTEST_ARGS)
+
+cluster-up: install ## start the pseudo-distributed cluster (instance `cluster`): HDFS NameNode + 2 DataNodes, YARN RM + NM, metastore DB, on 127.0.0.1
+	@GRIDLAKE_INSTANCE=cluster bash infra/cluster.sh up
+
+cluster-down: ## stop every daemon of the cluster instance, by PID
+	@GRIDLAKE_INSTANCE=cluster bash infra/cluster.sh down
+
+cluster-status: ## one JSON line per cluster daemon (service, address, web, healthy); exit 1 if any is unhealthy
+	@GRIDLAKE_INSTANCE=cluster bash infra/cluster.sh status
+
+test-cluster: install ## the cluster tests (starts and stops the cluster instance; minutes on 2 cores; not in make test)
+	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m cluster tests/test_cluster.py $(PYTEST_ARGS)
 
 bench: install ## speed/memory figures vs same-run references (BENCH_SCALE=small|standard|full)
 	@GRIDLAKE_INSTANCE=bench GRIDLAKE_PORT_OFFSET=400 $(PY) -m gridlake.ops.bench $(BENCH_ARGS)

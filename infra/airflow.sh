@@ -201,11 +201,10 @@ start() {
   local a="$VENV/bin/airflow" logs="$GRIDLAKE_LOGS"
   # The scheduler (and the tasks it runs), the DAG processor and the triggerer are batch work:
   # they run at a lower CPU priority than the Thrift Server and Superset, so that dashboards
-  # stay responsive while DAGs run (GRIDLAKE_BATCH_NICE, see env.sh).
-  local n=(nice -n "$GRIDLAKE_BATCH_NICE")
-  start_bg airflow-scheduler "$logs/airflow-scheduler.log" "${n[@]}" "$a" scheduler --skip-serve-logs
-  start_bg airflow-dag-processor "$logs/airflow-dag-processor.log" "${n[@]}" "$a" dag-processor
-  start_bg airflow-triggerer "$logs/airflow-triggerer.log" "${n[@]}" "$a" triggerer --skip-serve-logs
+  # stay responsive while DAGs run (GRIDLAKE_BATCH_NICE, start_batch_bg in env.sh).
+  start_batch_bg airflow-scheduler "$logs/airflow-scheduler.log" "$a" scheduler --skip-serve-logs
+  start_batch_bg airflow-dag-processor "$logs/airflow-dag-processor.log" "$a" dag-processor
+  start_batch_bg airflow-triggerer "$logs/airflow-triggerer.log" "$a" triggerer --skip-serve-logs
   start_bg airflow-api-server "$logs/airflow-api-server.log" \
     "$a" api-server --host 127.0.0.1 --port "$AIRFLOW__API__PORT" --workers 1
   wait_port "$AIRFLOW__API__PORT" 180 airflow-api-server

@@ -9,11 +9,20 @@ if [ -z "${GRIDLAKE_PORT_OFFSET:-}" ]; then
   case "$GRIDLAKE_INSTANCE" in
     demo) GRIDLAKE_PORT_OFFSET=0 ;;
     test) GRIDLAKE_PORT_OFFSET=100 ;;
+    cluster) GRIDLAKE_PORT_OFFSET=500 ;;
     *) echo "[gridlake] instance '$GRIDLAKE_INSTANCE' needs GRIDLAKE_PORT_OFFSET (e.g. 200, 300): two instances must not share ports" >&2; exit 2 ;;
   esac
 fi
 export GRIDLAKE_PORT_OFFSET
 export GRIDLAKE_STATE="$GRIDLAKE_HOME/$GRIDLAKE_INSTANCE"
+# The instance's settings written by `make cluster-up` (cluster.env), where the environment does
+# not set them (the same rule as gridlake.settings).
+if [ -f "$GRIDLAKE_STATE/cluster.env" ]; then
+  while IFS='=' read -r _k _v; do
+    case "$_k" in '' | \#*) continue ;; esac
+    [ -n "${!_k:-}" ] || export "$_k=$_v"
+  done < "$GRIDLAKE_STATE/cluster.env"
+fi
 export GRIDLAKE_KAFKA_PORT="${GRIDLAKE_KAFKA_PORT:-$((9092 + GRIDLAKE_PORT_OFFSET))}"
 export GRIDLAKE_KAFKA_CONTROLLER_PORT="${GRIDLAKE_KAFKA_CONTROLLER_PORT:-$((9093 + GRIDLAKE_PORT_OFFSET))}"
 export GRIDLAKE_DERBY_PORT="${GRIDLAKE_DERBY_PORT:-$((1527 + GRIDLAKE_PORT_OFFSET))}"
@@ -77,10 +86,24 @@ stop_pid() {
 # dashboards then keep their CPU share while the pipeline runs.
 GRIDLAKE_BATCH_NICE="${GRIDLAKE_BATCH_NICE:-10}"
 
-# start_bg NAME LOGFILE CMD...: start CMD in its own process group, record its PID.
+# start_bg NAME LOGFILE CMD...: start CMD in its own session (setsid), record its PID.
 start_bg() {
   local name="$1" logf="$2"; shift 2
   setsid "$@" >>"$logf" 2>&1 < /dev/null &
+  echo $! > "$GRIDLAKE_RUN/$name.pid"
+}
+
+# start_batch_bg NAME LOGFILE CMD...: start_bg at the batch priority. A nice level alone does
+# nothing here: with the kernel's autogroup scheduling (sched_autogroup_enabled=1, the default
+# on desktop and many server kernels) every session is a scheduling group and groups share the
+# CPU equally whatever their processes' nice levels, so a niced Spark server in its own session
+# still took as much CPU as the Thrift Server. The session's group gets the batch nice level
+# too (/proc/self/autogroup; measured on this machine, two busy loops on one core in two
+# sessions: nice 10 alone split 50/50, with the group's nice 90/10).
+start_batch_bg() {
+  local name="$1" logf="$2"; shift 2
+  setsid bash -c 'n="$1"; shift; { echo "$n" > /proc/self/autogroup; } 2>/dev/null
+    exec nice -n "$n" "$@"' batch "$GRIDLAKE_BATCH_NICE" "$@" >>"$logf" 2>&1 < /dev/null &
   echo $! > "$GRIDLAKE_RUN/$name.pid"
 }
 

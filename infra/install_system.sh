@@ -11,6 +11,8 @@ dpkg -s fonts-dejavu-core >/dev/null 2>&1 || need+=(fonts-dejavu-core)
 command -v pdftoppm >/dev/null || need+=(poppler-utils)
 command -v ss >/dev/null || need+=(iproute2)
 command -v setsid >/dev/null || need+=(util-linux)
+command -v zip >/dev/null || need+=(zip)    # the cluster's Spark jar archive (infra/cluster.sh)
+command -v curl >/dev/null || need+=(curl)  # the cluster daemons' health (REST, JMX)
 if [ ${#need[@]} -gt 0 ]; then
   echo "[gridlake] apt-get install ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

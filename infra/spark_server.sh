@@ -12,13 +12,17 @@ ping() { GRIDLAKE_SERVER=auto "$GRIDLAKE_VENV/bin/python" -c \
 case "${1:-status}" in
   start)
     if [ "${GRIDLAKE_ENV:-local}" != local ]; then log "spark-server: not used with GRIDLAKE_ENV=${GRIDLAKE_ENV}"; exit 0; fi
-    pid_alive spark-server && ping && { log "spark-server: already running"; exit 0; }
+    # A server running a command answers no ping until it ends (one command at a time): its
+    # busy file says it works. Killing it there (as this did) failed the command it ran.
+    if pid_alive spark-server && { [ -f "$GRIDLAKE_RUN/spark-server.busy" ] || ping; }; then
+      log "spark-server: already running"; exit 0
+    fi
     stop_pid spark-server
     pid_alive derby || bash "$GRIDLAKE_REPO/infra/derby.sh" start
     mkdir -p "$GRIDLAKE_STATE/spark-server"
     cd "$GRIDLAKE_STATE/spark-server"
     GRIDLAKE_DRIVER_MEMORY="${GRIDLAKE_SERVER_MEMORY:-3g}" \
-      start_bg spark-server "$GRIDLAKE_LOGS/spark-server.log" nice -n "$GRIDLAKE_BATCH_NICE" "$GRIDLAKE_VENV/bin/gridlake" server
+      start_batch_bg spark-server "$GRIDLAKE_LOGS/spark-server.log" "$GRIDLAKE_VENV/bin/gridlake" server
     for _ in $(seq 1 180); do
       [ -S "$sock" ] && ping && break
       pid_alive spark-server || die "spark-server exited during start-up; see $GRIDLAKE_LOGS/spark-server.log"

@@ -37,7 +37,7 @@ TOPICS = {
     "deadletter": "grid.deadletter",
 }
 
-_DEFAULT_OFFSETS = {"demo": 0, "test": 100}
+_DEFAULT_OFFSETS = {"demo": 0, "test": 100, "cluster": 500}
 
 # Spark packages resolved from Maven Central (cached in $GRIDLAKE_HOME/ivy).
 SPARK_PACKAGES = (
@@ -168,14 +168,33 @@ class Settings:
         return conf
 
 
+# The settings `make cluster-up` writes for its instance (GRIDLAKE_ENV=cluster, the master, the
+# storage root, HADOOP_CONF_DIR, ...): KEY=VALUE lines in the instance's state folder.
+INSTANCE_ENV_FILE = "cluster.env"
+
+
+def _load_instance_env(path: Path) -> None:
+    """Put the instance file's settings into the environment, where nothing set them already
+    (the environment wins; Spark's launcher and Hadoop's client read HADOOP_CONF_DIR from it)."""
+    if not path.is_file():
+        return
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            if not os.environ.get(key.strip()):
+                os.environ[key.strip()] = value.strip()
+
+
 @cache
 def get_settings() -> Settings:
     """Read the environment once per process."""
+    home = Path(_env("GRIDLAKE_HOME", str(REPO_ROOT / ".gridlake"))).resolve()
+    instance = _env("GRIDLAKE_INSTANCE", "demo")
+    _load_instance_env(home / instance / INSTANCE_ENV_FILE)
     env = _env("GRIDLAKE_ENV", "local")
     if env not in ("local", "cluster"):
         raise ValueError(f"GRIDLAKE_ENV must be 'local' or 'cluster', not {env!r}")
-    home = Path(_env("GRIDLAKE_HOME", str(REPO_ROOT / ".gridlake"))).resolve()
-    instance = _env("GRIDLAKE_INSTANCE", "demo")
     if instance not in _DEFAULT_OFFSETS and not os.environ.get("GRIDLAKE_PORT_OFFSET"):
         raise ValueError(
             f"instance {instance!r} needs GRIDLAKE_PORT_OFFSET: two instances must not share ports"

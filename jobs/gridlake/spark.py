@@ -9,9 +9,13 @@ from pyspark.sql import SparkSession
 from gridlake.settings import SPARK_PACKAGES, Settings, get_settings
 
 
-def get_spark(settings: Settings | None = None, app_name: str = "gridlake") -> SparkSession:
-    """Return the active session or build one configured for gridlake."""
+def get_spark(settings: Settings | None = None, app_name: str | None = None) -> SparkSession:
+    """Return the active session or build one configured for gridlake.
+
+    The application's name (in YARN's and Spark's UIs) is ``app_name``, else GRIDLAKE_APP_NAME
+    (the CLI sets ``gridlake-<verb>``), else ``gridlake``."""
     settings = settings or get_settings()
+    app_name = app_name or os.environ.get("GRIDLAKE_APP_NAME") or "gridlake"
     active = SparkSession.getActiveSession()
     if active is not None:
         return active

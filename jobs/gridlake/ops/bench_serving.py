@@ -40,6 +40,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from gridlake.serving.superset_client import SupersetClient, dashboard_queries, read_login
 from gridlake.settings import REPO_ROOT, Settings, get_settings
 
 __all__ = ["SERVING_SCALES", "ServingScale", "bench_serving", "synthesise_gold"]
@@ -641,82 +642,6 @@ def synthesise_gold(spark: Any, scale: ServingScale, settings: Settings) -> dict
 # --------------------------------------------------------------------------------------------
 
 
-class _Superset:
-    def __init__(self, base: str, user: str, password: str) -> None:
-        from gridlake.serving.http import retrying_session
-
-        self.base = base
-        self.http = retrying_session()
-        r = self.http.post(
-            f"{base}/api/v1/security/login",
-            json={"username": user, "password": password, "provider": "db", "refresh": False},
-            timeout=120,
-        )
-        r.raise_for_status()
-        self.http.headers["Authorization"] = f"Bearer {r.json()['access_token']}"
-        csrf = self.http.get(f"{base}/api/v1/security/csrf_token/", timeout=60).json()["result"]
-        self.http.headers.update({"X-CSRFToken": csrf, "Referer": base + "/"})
-
-    def dataset_id(self, uid: str) -> int:
-        q = f"(columns:!(id,uuid),filters:!((col:uuid,opr:eq,value:'{uid}')))"
-        rows = self.http.get(f"{self.base}/api/v1/dataset/", params={"q": q}, timeout=60).json()
-        return next(r["id"] for r in rows["result"] if str(r["uuid"]) == uid)
-
-    def data(self, query_context: dict) -> tuple[float, dict]:
-        t0 = time.perf_counter()
-        r = self.http.post(f"{self.base}/api/v1/chart/data", json=query_context, timeout=600)
-        seconds = time.perf_counter() - t0
-        if r.status_code != 200:
-            raise RuntimeError(f"chart data: HTTP {r.status_code}: {r.text[:500]}")
-        (result,) = r.json()["result"]
-        return seconds, result
-
-
-def _default_filters(api: _Superset, dash: Any) -> dict[str, tuple[str, Any]]:
-    """The values the dashboard's default-first filters open on: {filter key: (column, value)}."""
-    out = {}
-    for f in dash.filters:
-        if not f.default_first:
-            continue
-        qc = {
-            "datasource": {"id": api.dataset_id(f.dataset.uuid), "type": "table"},
-            "force": True,
-            "queries": [
-                {
-                    "columns": [f.column],
-                    "metrics": [],
-                    "orderby": [[f.column, f.ascending]],
-                    "row_limit": 1,
-                    "filters": [],
-                }
-            ],
-            "result_format": "json",
-            "result_type": "full",
-        }
-        _, result = api.data(qc)
-        out[f.key] = (f.column, result["data"][0][f.column])
-    return out
-
-
-def _dashboard_queries(api: _Superset, dash: Any) -> list[tuple[str, dict]]:
-    """(chart key, query context) as the dashboard sends them when it opens."""
-    from gridlake.serving.superset_assets import chart_query_context
-
-    defaults = _default_filters(api, dash)
-    out = []
-    for chart in dash.charts:
-        qc = chart_query_context(chart)
-        qc["datasource"] = {"id": api.dataset_id(chart.dataset.uuid), "type": "table"}
-        qc["force"] = True
-        for f in dash.filters:
-            if f.key in defaults and chart.key not in f.exclude:
-                col, value = defaults[f.key]
-                if col in chart.dataset.column_names():
-                    qc["queries"][0]["filters"].append({"col": col, "op": "IN", "val": [value]})
-        out.append((chart.key, qc))
-    return out
-
-
 def _duckdb(settings: Settings) -> Any:
     """DuckDB with a view grid.<name> over each dataset table's active Delta files."""
     import duckdb
@@ -743,14 +668,14 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, max(0, round(q * (len(values) - 1))))]
 
 
-def _measure(api: _Superset, con: Any, scale: ServingScale) -> dict[str, Any]:
+def _measure(api: SupersetClient, con: Any, scale: ServingScale) -> dict[str, Any]:
     import sqlglot
 
     from gridlake.serving.superset_assets import DASHBOARDS
 
     out: dict[str, Any] = {}
     for dash in DASHBOARDS:
-        queries = _dashboard_queries(api, dash)
+        queries = dashboard_queries(api, dash)
         superset_s: list[float] = []
         duck_s: list[float] = []
         per_chart: dict[str, dict[str, Any]] = {}
@@ -833,13 +758,8 @@ def bench_serving(scale_name: str, work: Path) -> dict[str, Any]:
         for script in ("thrift.sh", "superset.sh"):
             _infra(script, "start")
             started.append(script)
-        login = settings.state / "secrets" / "superset_admin.txt"
-        fields = dict(x.split(": ", 1) for x in login.read_text().splitlines() if ": " in x)
-        api = _Superset(
-            f"http://127.0.0.1:{settings.superset_port}",
-            fields["user"].strip(),
-            fields["password"].strip(),
-        )
+        user, password = read_login(settings.state / "secrets" / "superset_admin.txt")
+        api = SupersetClient(f"http://127.0.0.1:{settings.superset_port}", user, password)
         con = _duckdb(settings)
         out["dashboards"] = _measure(api, con, s)
     finally:

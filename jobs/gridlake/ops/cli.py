@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -304,6 +305,8 @@ def cmd_superset(args: argparse.Namespace) -> int:
 
         print(f"superset/assets: {len(write_assets())} YAML files written or removed")
         return 0
+    if args.action == "warm":
+        return _superset_warm()
     # The password never travels on a command line: infra/superset.sh reads it from the
     # environment (GRIDLAKE_USER_PASSWORD) or generates it into the instance's secrets folder.
     if args.action == "add-site-user":
@@ -317,6 +320,28 @@ def cmd_superset(args: argparse.Namespace) -> int:
             return 2
         cmd = ["add-operator", args.site]
     return subprocess.run(["bash", str(REPO_ROOT / "infra" / "superset.sh"), *cmd]).returncode
+
+
+def _superset_warm() -> int:
+    """Every dashboard's chart queries once through Superset, as a browser opening it sends them."""
+    from gridlake.serving.superset_assets import DASHBOARDS
+    from gridlake.serving.superset_client import SupersetClient, read_login, warm_dashboards
+    from gridlake.settings import get_settings
+
+    settings = get_settings()
+    login = settings.state / "secrets" / "superset_admin.txt"
+    if not login.is_file():
+        print(f"no Superset login in {login}: start Superset first (make up)", file=sys.stderr)
+        return 1
+    user, password = read_login(login)
+    api = SupersetClient(f"http://127.0.0.1:{settings.superset_port}", user, password)
+    try:
+        seconds = warm_dashboards(api, list(DASHBOARDS))
+    except RuntimeError as e:
+        print(f"warming the dashboards failed: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps({"warmed_s": seconds}))
+    return 0
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -517,12 +542,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser(
         "superset",
-        help="Superset: write the YAML assets, or add a site user / a read-only operator",
-        description="assets [--check] | add-site-user SITE USER | add-operator USER. The "
+        help="Superset: write the YAML assets, add a site user / a read-only operator, or warm "
+        "the dashboards",
+        description="assets [--check] | add-site-user SITE USER | add-operator USER | warm "
+        "(send every dashboard's chart queries once, as a browser opening it does). The "
         "password comes from GRIDLAKE_USER_PASSWORD or is generated into "
         ".gridlake/<instance>/secrets/superset_users/USER.txt (never a command-line argument).",
     )
-    s.add_argument("action", choices=["assets", "add-site-user", "add-operator"])
+    s.add_argument("action", choices=["assets", "add-site-user", "add-operator", "warm"])
     s.add_argument("site", nargs="?", help="site (add-site-user) or user name (add-operator)")
     s.add_argument("user", nargs="?", help="user name (add-site-user)")
     s.add_argument("--check", action="store_true", help="assets: only say whether current")
@@ -646,6 +673,8 @@ def main(argv: list[str] | None = None) -> int:
     if rc is not None:
         return rc
     args = build_parser().parse_args(argv)
+    # On YARN each command is an application named after its verb (gridlake-refine, ...).
+    os.environ.setdefault("GRIDLAKE_APP_NAME", f"gridlake-{args.command}")
     level = logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger().setLevel(level)
