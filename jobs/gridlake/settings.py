@@ -46,6 +46,19 @@ SPARK_PACKAGES = (
 )
 
 
+@cache
+def hadoop_version() -> str:
+    """The Hadoop version of pyspark's hadoop-client-api jar (3.4.1 for pyspark 4.0): the
+    version of the cluster's daemons (infra/hadoop/pom.xml) and of hadoop-aws."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    found = sorted(jars.glob("hadoop-client-api-*.jar"))
+    if not found:
+        raise RuntimeError(f"no hadoop-client-api jar in {jars}")
+    return found[-1].name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+
+
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name, "")
     return value if value else default
@@ -92,15 +105,24 @@ class Settings:
         return self.home / "ivy" / "jars"
 
     def jar_conf(self) -> dict[str, str]:
-        """Resolve the packages with Ivy once; afterwards name the cached jars (quiet, fast)."""
+        """Resolve the packages with Ivy once; afterwards name the cached jars (quiet, fast).
+
+        An ``s3a://`` storage root adds ``hadoop-aws`` at the Hadoop version of pyspark's own
+        hadoop-client jars (with its AWS SDK bundle: resolved by Ivy on first use, only then)."""
         marker = self.jars_dir / ".resolved"
         if marker.is_file():
             jars = sorted(str(p) for p in self.jars_dir.glob("*.jar"))
-            return {"spark.jars": ",".join(jars)}
-        return {
-            "spark.jars.packages": ",".join(SPARK_PACKAGES),
-            "spark.jars.ivy": str(self.home / "ivy"),
-        }
+            conf = {"spark.jars": ",".join(jars)}
+        else:
+            conf = {"spark.jars.packages": ",".join(SPARK_PACKAGES)}
+        if self.storage_root.startswith("s3a://"):
+            aws = f"org.apache.hadoop:hadoop-aws:{hadoop_version()}"
+            conf["spark.jars.packages"] = ",".join(
+                x for x in (conf.get("spark.jars.packages"), aws) if x
+            )
+        if "spark.jars.packages" in conf:
+            conf["spark.jars.ivy"] = str(self.home / "ivy")
+        return conf
 
     def spark_conf(self) -> dict[str, str]:
         """Every Spark setting gridlake relies on; shared by jobs, tests and the Thrift Server."""
