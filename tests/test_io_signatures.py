@@ -492,7 +492,18 @@ def _classify_captures(spark, folder: Path, jobs: list[dict], nodes: list[dict])
     sjobs = silver_jobs_from_jsonl(spark, str(folder / "jobs.jsonl"))
     ns, ds = silver_nodes_from_jsonl(spark, str(folder / "nodes.jsonl"))
     assert sjobs.count() == len(jobs), "a pseudo-job failed silver validation"
-    assert ns.count() == len(nodes), "a node sample failed silver validation"
+    if ns.count() != len(nodes):
+        from gridlake.silver.files import bronze_from_jsonl
+        from gridlake.silver.nodes import validate_nodes
+
+        bad = (
+            validate_nodes(bronze_from_jsonl(spark, str(folder / "nodes.jsonl"), "nodes"))
+            .filter(F.size("_reasons") > 0)
+            .select("kind", "ts", "_reasons")
+            .limit(5)
+            .collect()
+        )
+        raise AssertionError(f"{len(nodes) - ns.count()} node sample(s) failed silver: {bad}")
     feats = job_node_features(sjobs, ns, ds)
     return _by_id(io.job_io_signature(sjobs, feats, io_rules_frame(spark)))
 
@@ -650,12 +661,14 @@ class ProcIostat(threading.Thread):
             out.write(self.report(uptime, prev_c, prev_d))
             while not self.stop.wait(1.0 - (time.monotonic() - prev_t) % 1.0):
                 d, c, t = _diskstats(self.devices), _cpustat(), time.monotonic()
+                # A counter that went back reads as no change, as sysstat's iostat does: the
+                # kernel's iowait (and on blk-mq, a disk's io_ticks) can decrease (proc(5)).
                 delta = {
-                    k: [b - a for a, b in zip(prev_d[k], v, strict=True)] for k, v in d.items()
+                    k: [max(0, b - a) for a, b in zip(prev_d[k], v, strict=True)]
+                    for k, v in d.items()
                 }
-                out.write(
-                    self.report(t - prev_t, [b - a for a, b in zip(prev_c, c, strict=True)], delta)
-                )
+                cpu = [max(0, b - a) for a, b in zip(prev_c, c, strict=True)]
+                out.write(self.report(t - prev_t, cpu, delta))
                 out.flush()
                 prev_d, prev_c, prev_t = d, c, t
 
