@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from pyspark.sql import SparkSession
 
@@ -23,6 +24,10 @@ def get_spark(settings: Settings | None = None, app_name: str | None = None) -> 
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         (settings.state / "spark-tmp").mkdir(parents=True, exist_ok=True)
         (settings.state / "logs").mkdir(parents=True, exist_ok=True)
+    # Python workers (the speed-factor fit's grouped numpy) run the driver's interpreter, whose
+    # venv has numpy, pandas and pyarrow; on a cluster of other machines set PYSPARK_PYTHON (or
+    # spark.pyspark.python) to the executors' environment.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name).master(settings.spark_master)
     for key, value in settings.spark_conf().items():
         builder = builder.config(key, value)
