@@ -522,3 +522,51 @@ def test_quality_docs_show_the_suites_and_the_gate_results(tmp_path):
     assert pages == ["jobs-0.html", "jobs-1.html", "jobs-2.html", "jobs-3.html"]
     suite_page = (docs.index.parent / "expectations" / "silver_jobs.html").read_text()
     assert "job_id" in suite_page and "status" in suite_page
+
+
+def test_one_browser_prints_many_reports_and_fetches_nothing(tmp_path):
+    """PdfPrinter: two HTML files through one Chromium, each an A4 landscape PDF with its own
+    text (the report's @page rule); a page's request to the network is refused, not made."""
+    import http.server
+    import subprocess
+    import threading
+
+    from gridlake.serving.report import PdfPrinter
+
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/pixel.png"
+    style = "<style>@page { size: A4 landscape; margin: 12mm; }</style>"
+    files = []
+    for name in ("alpha", "beta"):
+        html = tmp_path / f"{name}.html"
+        html.write_text(f"<html><head>{style}</head><body><h1>site {name}</h1>"
+                        f'<img src="{url}"></body></html>')  # fmt: skip
+        files.append(html)
+    try:
+        with PdfPrinter() as printer:
+            for html in files:
+                printer.print(html, html.with_suffix(".pdf"))
+    finally:
+        server.shutdown()
+    assert hits == []
+    for html, name in zip(files, ("alpha", "beta"), strict=True):
+        pdf = html.with_suffix(".pdf")
+        text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
+                              check=True).stdout  # fmt: skip
+        assert f"site {name}" in text and ("alpha" if name == "beta" else "beta") not in text
+        info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True,
+                              check=True).stdout  # fmt: skip
+        assert "841.92 x 595" in info.replace("594.96", "595"), info
+    assert not list(tmp_path.glob(".*.tmp"))

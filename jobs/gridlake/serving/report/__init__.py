@@ -19,6 +19,7 @@ Chromium embeds).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import ExitStack
 from datetime import date
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from gridlake.serving.report.model import (
     week_label,
 )
 from gridlake.serving.report.render import (
+    PdfPrinter,
     ensure_views,
     html_to_pdf,
     render_html,
@@ -50,6 +52,7 @@ __all__ = [
     "SITE_SECTIONS",
     "SUMMARY_SECTIONS",
     "NoGoldDataError",
+    "PdfPrinter",
     "Report",
     "Section",
     "build_reports",
@@ -87,13 +90,15 @@ def build_reports(
         from tqdm import tqdm
 
         bar = tqdm(total=len(names), unit="site", desc=f"reports {week_label(week)}")
-    for site in names:
-        written += write_report(build_site_report(spark, site, week), out_dir, pdf)
+    with ExitStack() as stack:
+        printer = stack.enter_context(PdfPrinter()) if pdf and len(names) + summary > 1 else None
+        for site in names:
+            written += write_report(build_site_report(spark, site, week), out_dir, pdf, printer)
+            if bar is not None:
+                bar.update(1)
         if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
-    if summary:
-        written += write_report(build_summary_report(spark, week), out_dir, pdf)
-        written.append(write_index(spark, week, out_dir))
+            bar.close()
+        if summary:
+            written += write_report(build_summary_report(spark, week), out_dir, pdf, printer)
+            written.append(write_index(spark, week, out_dir))
     return written
