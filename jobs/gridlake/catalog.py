@@ -24,7 +24,7 @@ from gridlake.gold.site_efficiency import GOLD_SITE_EFFICIENCY_WEEKLY
 from gridlake.settings import Settings
 from gridlake.silver.tables import *  # noqa: F403 (re-exported for serving and operations code)
 from gridlake.silver.tables import TABLES as SILVER_TABLES
-from gridlake.tabledef import Check, Column, Table
+from gridlake.tabledef import Check, Column, Table, ensure_tables
 
 __all__ = [
     "ALL_TABLES",
@@ -49,5 +49,4 @@ def by_name(full_name: str) -> Table:
 
 def ensure_all(spark: SparkSession, settings: Settings | None = None) -> None:
     """Create every table of the catalog (the grid views need them all)."""
-    for t in ALL_TABLES:
-        t.ensure(spark, settings)
+    ensure_tables(spark, ALL_TABLES, settings)

@@ -7,6 +7,8 @@ never dropped or retyped) and conforms a DataFrame to its columns. The registry 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -84,16 +86,7 @@ class Table:
 
     def ensure(self, spark: SparkSession, settings: Settings | None = None) -> None:
         """Create the database and the table (registered in the metastore) if missing."""
-        settings = settings or get_settings()
-        # One metastore look-up when the table is there (the common case: every command ensures
-        # the tables it touches); CREATE ... IF NOT EXISTS of a Delta table reads its log first.
-        if not spark.catalog.tableExists(self.full_name):
-            spark.sql(
-                f"CREATE DATABASE IF NOT EXISTS {self.database} "
-                f"LOCATION {_q(settings.storage_root.rstrip('/') + '/' + self.database)}"
-            )
-            spark.sql(self.ddl(settings))
-        self._add_missing_columns(spark)
+        ensure_tables(spark, [self], settings)
 
     def _add_missing_columns(self, spark: SparkSession) -> None:
         """Schema evolution: columns added to the definition are added to an existing table
@@ -119,3 +112,45 @@ class Table:
 
 def _q(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def ensure_tables(
+    spark: SparkSession,
+    tables: Iterable[Table],
+    settings: Settings | None = None,
+    workers: int = 4,
+) -> None:
+    """Create the databases and tables (registered in the metastore) that are missing; add the
+    columns a definition gained to those that exist (see ``Table._add_missing_columns``).
+
+    One ``SHOW TABLES`` per database tells which exist (every command ensures the tables it
+    touches, so that is the common case). The tables are then created or checked by
+    ``workers`` threads of the one session: a Delta CREATE TABLE is mostly a log commit and a
+    metastore call (~0.8 s each on two cores, 45 tables in a new warehouse), and the metastore
+    client serialises only its own calls."""
+    settings = settings or get_settings()
+    tables = list(tables)
+    databases = sorted({t.database for t in tables})
+    existing: set[str] = set()
+    for db in databases:
+        if spark.catalog.databaseExists(db):
+            rows = spark.sql(f"SHOW TABLES IN {db}").collect()
+            existing |= {f"{db}.{r.tableName}" for r in rows if not r.isTemporary}
+    for db in sorted({t.database for t in tables if t.full_name not in existing}):
+        spark.sql(
+            f"CREATE DATABASE IF NOT EXISTS {db} "
+            f"LOCATION {_q(settings.storage_root.rstrip('/') + '/' + db)}"
+        )
+
+    def one(table: Table) -> None:
+        if table.full_name in existing:
+            table._add_missing_columns(spark)
+        else:
+            spark.sql(table.ddl(settings))
+
+    if len(tables) == 1:
+        one(tables[0])
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ensure") as pool:
+        for _ in pool.map(one, tables):  # re-raises the first failure
+            pass

@@ -44,7 +44,7 @@ from gridlake.gold import (
 from gridlake.gold.group import GoldGroup, Inputs
 from gridlake.quality import CheckResult, gate
 from gridlake.settings import Settings, get_settings
-from gridlake.tabledef import Table
+from gridlake.tabledef import Table, ensure_tables
 
 log = logging.getLogger(__name__)
 
@@ -233,8 +233,8 @@ def analyze(
     try:
         for name in groups or GROUPS:
             tables = {t.full_name: t for t in group_tables(name)}
-            for table in tables.values():  # every table exists, empty until its data suffices
-                table.ensure(spark, settings)
+            # every table exists, empty until its data suffices
+            ensure_tables(spark, tables.values(), settings)
             fp = fingerprint(spark, name, settings)
             written = [t for t in tables.values() if t.full_name != "gold.network_model_runs"]
             if skip_current and all(_last_fingerprint(spark, t, settings) == fp for t in written):
