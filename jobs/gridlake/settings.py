@@ -79,6 +79,9 @@ class Settings:
     thrift_port: int
     superset_port: int
     extra_spark_conf: dict[str, str] = field(default_factory=dict)
+    # gold groups `analyze` builds side by side in one session (independent groups only: a
+    # group starts once the groups it reads are written); 1 = one after the other
+    analyze_workers: int = 2
 
     @property
     def is_local(self) -> bool:
@@ -146,6 +149,13 @@ class Settings:
             "spark.cleaner.periodicGC.interval": "2min",
             "spark.databricks.delta.schema.autoMerge.enabled": "false",
             "spark.databricks.delta.snapshotPartitions": "2",
+            # A full VACUUM lists a table's folder and joins the listing with the snapshot in
+            # as many tasks as this (Spark's default 10,000): ~170,000 one-millisecond tasks and
+            # two minutes for a table of three files on two cores. The shuffle's partitions are
+            # plenty for gridlake's tables (a partition folder per day at most).
+            "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(
+                max(self.shuffle_partitions, 8)
+            ),
             "spark.hadoop.hive.metastore.schema.verification": "false",
             "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
         }
@@ -247,4 +257,5 @@ def get_settings() -> Settings:
         thrift_port=int(_env("GRIDLAKE_THRIFT_PORT", str(10000 + offset))),
         superset_port=int(_env("GRIDLAKE_SUPERSET_PORT", str(8088 + offset))),
         extra_spark_conf=extra,
+        analyze_workers=max(1, int(_env("GRIDLAKE_ANALYZE_WORKERS", "2"))),
     )

@@ -26,7 +26,7 @@ added to it (an upgrade reaches existing instances) unless the operator's own ve
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
@@ -222,37 +222,98 @@ def analyze(
     :func:`fingerprint`); Airflow's runs use it, so the daily run and a catch-up run after
     nothing changed cost a few Delta log reads instead of the whole group. Skipped groups are
     absent from the returned counts."""
-    import json
-
     settings = settings or get_settings()
     counts: dict[str, int] = {}
     unknown = [g for g in groups or () if g not in GROUPS]
     if unknown:
         raise ValueError(f"unknown gold groups {unknown}; one of {', '.join(GROUPS)}")
     checked: list[tuple] = []  # the gate's outcomes, appended in one commit at the end
+    names = list(groups or GROUPS)
     try:
-        for name in groups or GROUPS:
-            tables = {t.full_name: t for t in group_tables(name)}
-            # every table exists, empty until its data suffices
-            ensure_tables(spark, tables.values(), settings)
-            fp = fingerprint(spark, name, settings)
-            written = [t for t in tables.values() if t.full_name != "gold.network_model_runs"]
-            if skip_current and all(_last_fingerprint(spark, t, settings) == fp for t in written):
-                log.warning("gold group %s is current (inputs unchanged): not recomputed", name)
-                continue
-            run_id = f"analyze-{name}-{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}"
-            frames = group(name).build(Inputs(spark, settings))
-            if name in RULE_TABLES:  # the rules as written below (built from collected rows)
-                fp = fingerprint(spark, name, settings, frames[RULE_TABLES[name]])
-            meta = json.dumps({FINGERPRINT_KEY: fp})
-            for full_name, df in frames.items():
-                counts[full_name] = write_gated(
-                    spark, tables[full_name], df, meta, run_id, settings, checked
-                )
-                log.info("gold %s: %d rows", full_name, counts[full_name])
+        by_group = dict(
+            _run_groups(
+                names,
+                lambda name: _analyze_group(spark, name, settings, skip_current, checked),
+                settings.analyze_workers,
+            )
+        )
+        for name in names:  # in the groups' order, whatever order they finished in
+            counts.update(by_group[name])
     finally:
         _record_gold_checks(spark, checked, settings)
     return counts
+
+
+def _analyze_group(
+    spark: SparkSession, name: str, settings: Settings, skip_current: bool, checked: list[tuple]
+) -> dict[str, int]:
+    """One group of :func:`analyze`: rows per table written ({} when skipped as current)."""
+    import json
+
+    tables = {t.full_name: t for t in group_tables(name)}
+    # every table exists, empty until its data suffices
+    ensure_tables(spark, tables.values(), settings)
+    fp = fingerprint(spark, name, settings)
+    written = [t for t in tables.values() if t.full_name != "gold.network_model_runs"]
+    if skip_current and all(_last_fingerprint(spark, t, settings) == fp for t in written):
+        log.warning("gold group %s is current (inputs unchanged): not recomputed", name)
+        return {}
+    run_id = f"analyze-{name}-{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}"
+    frames = group(name).build(Inputs(spark, settings))
+    if name in RULE_TABLES:  # the rules as written below (built from collected rows)
+        fp = fingerprint(spark, name, settings, frames[RULE_TABLES[name]])
+    meta = json.dumps({FINGERPRINT_KEY: fp})
+    counts: dict[str, int] = {}
+    for full_name, df in frames.items():
+        counts[full_name] = write_gated(
+            spark, tables[full_name], df, meta, run_id, settings, checked
+        )
+        log.info("gold %s: %d rows", full_name, counts[full_name])
+    return counts
+
+
+def _run_groups(
+    names: list[str], run: Callable[[str], dict[str, int]], workers: int
+) -> Iterator[tuple[str, dict[str, int]]]:
+    """Run ``run(name)`` for every group, up to ``workers`` at once in threads of the one Spark
+    session (Spark schedules their jobs side by side; a small group's driver-side work, Delta
+    log reads and commits overlaps another's tasks). A group starts once every group it reads
+    (``DEPENDS_ON``) that is also in ``names`` has finished; groups are started in ``names``'
+    order. Yields (name, counts) as groups finish. After a failure no group starts; the groups
+    running finish, and the first failure is raised."""
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+    pending = list(names)
+    done: set[str] = set()
+    running: dict[Future, str] = {}
+    failure: BaseException | None = None
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="analyze") as pool:
+        while pending or running:
+            if failure is None:
+                for name in list(pending):
+                    if len(running) >= max(1, workers):
+                        break
+                    needs = [g for g in DEPENDS_ON.get(name, ()) if g in names and g not in done]
+                    if not needs:
+                        pending.remove(name)
+                        running[pool.submit(run, name)] = name
+            else:
+                pending.clear()
+            if not running:
+                if pending:  # cannot happen: FAMILIES lists a group after those it reads
+                    raise RuntimeError(f"gold groups {pending} wait on each other")
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                name = running.pop(future)
+                error = future.exception()
+                if error is not None:
+                    failure = failure or error
+                    continue
+                done.add(name)
+                yield name, future.result()
+    if failure is not None:
+        raise failure
 
 
 def _previous_rows(spark: SparkSession, table: Table, settings: Settings) -> int | None:
