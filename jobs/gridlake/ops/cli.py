@@ -124,8 +124,19 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     from gridlake.gold.efficiency import GOLD_JOB_LENGTH_ADVICE
     from gridlake.gold.speed_factors import GOLD_CPU_SPEED_FACTORS
 
-    spark = _spark()
     settings = get_settings()
+    kinds = {type(c).__name__ for c in scenario.changes}
+    needed = [GOLD_SITE_WORKFLOW_COST]
+    needed += [GOLD_CPU_SPEED_FACTORS] if kinds & {"ReplaceCpus", "CloudSite"} else []
+    needed += [GOLD_JOB_LENGTH_ADVICE] if "JobLength" in kinds else []
+    for table in needed:  # on a local warehouse, a missing table is told before Spark starts
+        path = table.path(settings)
+        local = path.removeprefix("file:") if "://" not in path.replace("file://", "") else None
+        if local is not None and not (Path(local) / "_delta_log").is_dir():
+            print(f"whatif: {table.full_name} not found at {path}: run gridlake analyze",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+    spark = _spark()
 
     def read(table):  # noqa: ANN001, ANN202
         path = table.path(settings)
@@ -138,7 +149,6 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
     try:
         costs = read(GOLD_SITE_WORKFLOW_COST)
-        kinds = {type(c).__name__ for c in scenario.changes}
         factors = read(GOLD_CPU_SPEED_FACTORS) if kinds & {"ReplaceCpus", "CloudSite"} else None
         advice = read(GOLD_JOB_LENGTH_ADVICE) if "JobLength" in kinds else None
         result = whatif(costs, scenario, factors, advice, weeks=args.weeks)
