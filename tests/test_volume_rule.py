@@ -24,6 +24,10 @@ def test_rate_is_records_per_hour_of_kafka_time_since_the_previous_batch() -> No
     v = arrival_volume(50, hours(3) + timedelta(minutes=30), previous)
     assert v.rate_per_hour == pytest.approx(100.0)  # 50 records in half an hour
     assert v.history_median is None and not v.dropped  # two measured batches are too few
+    four = [(hours(3 - k), 100.0) for k in range(4)]
+    assert arrival_volume(1, hours(4), four).history_median is None  # four still are
+    five = [(hours(3 - k), 100.0) for k in range(5)]
+    assert arrival_volume(1, hours(4), five).dropped  # five are the history the rule waits for
 
 
 def test_unmeasurable_spans_give_no_rate() -> None:
@@ -54,11 +58,17 @@ def test_drop_against_the_median_of_the_previous_batches() -> None:
 
 @pytest.mark.slow
 def test_a_collapsed_batch_is_refused_whole_until_an_operator_accepts_it(
-    spark, settings, tmp_path
+    spark, settings, tmp_path, monkeypatch
 ) -> None:
     from gridlake.catalog import BATCH_AUDIT, QUALITY_RESULTS, QUARANTINE_JOBS, SILVER_JOBS
     from gridlake.quality import QualityGateError
+    from gridlake.silver import refine
     from gridlake.silver.refine import SPECS, RefineStats, process_batch
+
+    # The history the rule waits for (five measured batches: the unit tests above) cut to two,
+    # so that three batches before the collapse make the history instead of six (each batch a
+    # MERGE and four Delta commits).
+    monkeypatch.setattr(refine, "VOLUME_MIN_HISTORY", 2)
 
     local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
     tables = (SILVER_JOBS, QUARANTINE_JOBS, BATCH_AUDIT, QUALITY_RESULTS)
@@ -81,17 +91,17 @@ def test_a_collapsed_batch_is_refused_whole_until_an_operator_accepts_it(
     def count(t) -> int:
         return spark.read.format("delta").load(t.path(local)).count()
 
-    for n in range(6):  # one batch an hour, 60 records each
+    for n in range(3):  # one batch an hour, 60 records each
         batch(n, 60)
-    assert count(SILVER_JOBS) == 360
+    assert count(SILVER_JOBS) == 180
     with pytest.raises(QualityGateError, match=r"volume drop: 6 records at 6\.0 per hour, below "
                        r"20% of the median 60\.0 per hour"):  # fmt: skip
-        batch(6, 6)
-    assert (count(SILVER_JOBS), count(BATCH_AUDIT)) == (360, 6)  # nothing of it written
-    batch(6, 6, accept=True)
+        batch(3, 6)
+    assert (count(SILVER_JOBS), count(BATCH_AUDIT)) == (180, 3)  # nothing of it written
+    batch(3, 6, accept=True)
     audit = spark.read.format("delta").load(BATCH_AUDIT.path(local)).orderBy("kafka_ts_max")
     rows = audit.collect()
-    assert count(SILVER_JOBS) == 366 and len(rows) == 7
+    assert count(SILVER_JOBS) == 186 and len(rows) == 4
     assert rows[0].arrival_rate_per_hour is None  # the first batch has nothing to compare with
-    assert [r.arrival_rate_per_hour for r in rows[1:]] == pytest.approx([60.0] * 5 + [6.0])
-    assert [r.volume_drop_accepted for r in rows] == [False] * 6 + [True]
+    assert [r.arrival_rate_per_hour for r in rows[1:]] == pytest.approx([60.0] * 2 + [6.0])
+    assert [r.volume_drop_accepted for r in rows] == [False] * 3 + [True]
