@@ -189,6 +189,30 @@ def sim_jobs(spark, sim_grid):
 
 
 @pytest.fixture(scope="session")
+def sim_io_frames(spark, sim_grid, sim_jobs, tmp_path_factory) -> dict[str, str]:
+    """Parquet copies of silver.job_node_features and gold.job_io_signature of the simulated
+    grid (the shipped I/O rules), computed once for the modules that read them (I/O signatures,
+    cost): {table: path}. Files, not cached frames, so nothing stays in memory between them."""
+    from gridlake.gold import io_signatures as io
+    from gridlake.silver.features import job_node_features
+    from gridlake.silver.files import silver_nodes_from_jsonl
+
+    folder, _ = sim_grid
+    out = tmp_path_factory.mktemp("sim_io")
+    samples, disks = silver_nodes_from_jsonl(spark, str(folder / "nodes.jsonl"))
+    feats = job_node_features(sim_jobs, samples, disks).localCheckpoint()
+    paths = {
+        "silver.job_node_features": str(out / "features"),
+        "gold.job_io_signature": str(out / "signatures"),
+    }
+    feats.write.parquet(paths["silver.job_node_features"])
+    io.job_io_signature(sim_jobs, feats, io.io_rules_frame(spark)).write.parquet(
+        paths["gold.job_io_signature"]
+    )
+    return paths
+
+
+@pytest.fixture(scope="session")
 def demo_week(tmp_path_factory):
     """The demo week (2026-W47) written as canonical JSON lines."""
     from gridlake.sources.demo import generate_week, write_week

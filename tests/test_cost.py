@@ -273,22 +273,20 @@ def test_missing_evidence_gives_nulls_never_zeros(spark) -> None:
 
 
 @pytest.fixture(scope="module")
-def sim_cost(spark, sim_grid, sim_jobs):
+def sim_cost(spark, sim_grid, sim_jobs, sim_io_frames):
     """site_workflow_cost of the shared simulated grid, from its own speed factors, I/O
     profile and network cost matrix (computed here as gridlake analyze does)."""
     from gridlake.gold import io_signatures as io
     from gridlake.gold import network, speed_factors
-    from gridlake.silver.features import job_node_features
-    from gridlake.silver.files import silver_network_from_jsonl, silver_nodes_from_jsonl
+    from gridlake.silver.files import silver_network_from_jsonl
 
     folder, truth = sim_grid
     # 9 bootstrap replicates (analyze runs 39): the intervals are not what is checked here
     speed = speed_factors.compute(
         sim_jobs, reference_model=truth["reference_cpu_model"], bootstrap=9
     )
-    ns, ds = silver_nodes_from_jsonl(spark, str(folder / "nodes.jsonl"))
-    feats = job_node_features(sim_jobs, ns, ds)
-    profile = io.workflow_io_profile(io.job_io_signature(sim_jobs, feats, io.io_rules_frame(spark)))
+    # the signatures as job_io_signature made them (once a session: conftest's sim_io_frames)
+    profile = io.workflow_io_profile(spark.read.parquet(sim_io_frames["gold.job_io_signature"]))
     matrix = network.network_cost_matrix(
         silver_network_from_jsonl(spark, str(folder / "network.jsonl"))
     )

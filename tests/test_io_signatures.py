@@ -253,14 +253,16 @@ def test_compute_returns_every_table_conformed(spark, hand) -> None:
 
 
 @pytest.fixture(scope="module")
-def sim_io(spark, sim_grid, sim_jobs):
+def sim_io(spark, sim_grid, sim_io_frames):
     folder, truth = sim_grid
     ns, ds = silver_nodes_from_jsonl(spark, str(folder / "nodes.jsonl"))
     ns, ds = ns.cache(), ds.cache()
-    feats = job_node_features(sim_jobs, ns, ds).cache()
-    # compute()'s tables one by one, so that the cached signatures feed the aggregates
+    # compute()'s tables one by one, so that the cached signatures feed the aggregates (the
+    # features and signatures as job_node_features and job_io_signature made them, once a
+    # session: conftest's sim_io_frames)
     rules = io_rules_frame(spark)
-    signatures = io.job_io_signature(sim_jobs, feats, rules).cache()
+    feats = spark.read.parquet(sim_io_frames["silver.job_node_features"]).cache()
+    signatures = spark.read.parquet(sim_io_frames["gold.job_io_signature"]).cache()
     saturation = io.node_saturation(ns, ds, rules).cache()
     tables = {
         "silver.job_node_features": feats,
