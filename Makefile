@@ -48,7 +48,7 @@ test: install ## unit and integration tests against real Kafka, Spark, Delta, Ai
 test-demo: install ## make demo as a newcomer runs it, on its own instance: cold, warm, summary, Try commands, dashboards, make down
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m demo tests/test_demo.py $(PYTEST_ARGS)
 
-test-nightly: install ## end-to-end DAG runs on a simulated grid (ingest, analytics twice, reports, backfill)
+test-nightly: install ## the full end-to-end DAG runs on a simulated three-week grid (make test runs their short form on the demo week)
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m nightly $(PYTEST_ARGS)
 
 test-unit: install ## only the tests that need no service

@@ -1,6 +1,7 @@
 """Airflow: DAG integrity and structure, and the DAGs run by `airflow dags test` with a stand-in
 CLI (task order, skipped idle refines, a failed quality gate, the report week, retries). The
-same DAGs on real data: tests/test_orchestration.py.
+same DAGs on real data: tests/test_dag_runs.py (the demo week, in make test) and
+tests/test_orchestration.py (a three-week simulated grid, nightly).
 
 Airflow lives in its own venv (infra/airflow.sh), so these tests drive it through that script in
 subprocesses; they never import airflow. GRIDLAKE_INSTANCE=test (set by conftest) gives them an
@@ -22,22 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from .airflow_helpers import airflow_sh, finished_run, task_states
+
 REPO = Path(__file__).resolve().parent.parent
-AIRFLOW_SH = REPO / "infra" / "airflow.sh"
 DAG_REPORT = Path(__file__).resolve().parent / "airflow_checks" / "dag_report.py"
-
-
-def airflow_sh(*args: str, env: dict[str, str] | None = None, timeout: float = 600):
-    """Run infra/airflow.sh with stdout and stderr merged (Airflow logs to both)."""
-    return subprocess.run(
-        ["bash", str(AIRFLOW_SH), *args],
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def dag_report(tmp_path: Path, dags_folder: Path | None = None) -> dict:
@@ -70,24 +59,9 @@ def policy_violations(report: dict) -> list[str]:
     return problems
 
 
-def finished_run(output: str) -> tuple[str, str]:
-    """(run_id, state) from the "DagRun Finished" line `airflow dags test` logs."""
-    match = re.search(r"DagRun Finished: .*?run_id=([^,\s]+),.*? state=([a-z_]+)", output)
-    assert match, f"no 'DagRun Finished' line in:\n{output[-4000:]}"
-    return match.group(1), match.group(2)
-
-
 def commands_run(output: str) -> list[str]:
     """The CLI subcommands the run's tasks executed, in order (one entry per try)."""
     return re.findall(r'Running command: .*"\$\{GRIDLAKE_CLI:-gridlake\}" (\w+)', output)
-
-
-def task_states(dag_id: str, run_id: str) -> dict[str, str]:
-    result = airflow_sh("run", "tasks", "states-for-dag-run", dag_id, run_id, "-o", "json")
-    assert result.returncode == 0, result.stdout[-4000:]
-    # Airflow's own log lines (warnings) share stdout with the JSON: take the JSON line.
-    line = next(x for x in reversed(result.stdout.splitlines()) if x.startswith("[{"))
-    return {row["task_id"]: row["state"] for row in json.loads(line)}
 
 
 def fake_cli(tmp_path: Path, exit_code: int = 0, fail: str = "", message: str = ""):

@@ -21,11 +21,17 @@ from pathlib import Path
 
 import pytest
 
-from gridlake.serving.report import SITE_SECTIONS, parse_week, report_dir, site_file_stem
+from gridlake.serving.report import parse_week, report_dir, site_file_stem
 from gridlake.settings import get_settings
 
-from .conftest import gridlake_cli
-from .test_dags import airflow_sh, finished_run, task_states
+from .airflow_helpers import (
+    airflow_pids,
+    airflow_sh,
+    assert_report_pages,
+    dags_test,
+    listeners,
+    task_states,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.nightly]
 
@@ -42,14 +48,6 @@ GRID3 = {
 }
 WEEKS = ["2026-W45", "2026-W46", "2026-W47"]
 REPORT_DATE = "2026-11-23"  # a run on Monday 2026-11-23 reports the week just ended: W47
-REAL_CLI = {"GRIDLAKE_CLI": "", "GRIDLAKE_RETRY_DELAY_SECONDS": "5"}
-
-
-def dags_test(dag_id: str, day: str, timeout: float = 3600) -> tuple[str, str]:
-    result = airflow_sh("dags-test", dag_id, day, env=REAL_CLI, timeout=timeout)
-    run_id, state = finished_run(result.stdout)
-    assert result.returncode == 0 and state == "success", result.stdout[-6000:]
-    return run_id, result.stdout
 
 
 def gold_versions(spark) -> dict[str, int]:
@@ -122,13 +120,6 @@ def test_grid_ingest_lands_the_grid_in_silver(ingested, grid3, spark):
         assert spark.read.format("delta").load(table.path()).count() > 0
 
 
-def test_refine_with_nothing_new_exits_with_the_idle_code(ingested):
-    result = gridlake_cli("refine", "--inputs", "network", "--idle-exit-code", "99")
-    assert result.returncode == 99, result.stdout + result.stderr[-2000:]
-    assert "nothing new in bronze for network" in result.stdout
-    assert gridlake_cli("refine", "--inputs", "network").returncode == 0
-
-
 # --- grid_analytics ----------------------------------------------------------------------------
 
 
@@ -182,27 +173,6 @@ def test_weekly_reports_for_the_week_just_ended(weekly_reports, grid3):
         assert f'href="{site_file_stem(site)}.pdf"' in index
 
 
-def _pages(pdf: Path, out: Path) -> list[tuple[str, object]]:
-    from PIL import Image
-
-    subprocess.run(["pdftoppm", "-r", "60", "-png", str(pdf), str(out / "page")], check=True)
-    pngs = sorted(out.glob("page-*.png"), key=lambda p: int(re.findall(r"\d+", p.stem)[-1]))
-    pages = []
-    for n, png in enumerate(pngs, 1):
-        text = subprocess.run(
-            ["pdftotext", "-layout", "-f", str(n), "-l", str(n), str(pdf), "-"],
-            capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
-        pages.append((" ".join(text.split()), Image.open(png).convert("RGB")))
-    return pages
-
-
-def _colored(img, box) -> int:
-    """Pixels of the box that are clearly coloured (plot marks; text and axes are grey)."""
-    crop = img.crop(box)
-    return sum(1 for r, g, b in crop.getdata() if max(r, g, b) - min(r, g, b) > 60)
-
-
 def test_pdf_report_has_every_section_and_every_plot_has_data(
     weekly_reports, grid3, tmp_path, spark
 ):
@@ -229,25 +199,7 @@ def test_pdf_report_has_every_section_and_every_plot_has_data(
     candidates = [truth["planted"][r] for r in roles if truth["planted"][r] in listed]
     assert candidates, f"no planted site on the W47 outlier list ({sorted(listed)})"
     site = candidates[0]
-    html = (folder / f"{site_file_stem(site)}.html").read_text()
-    points = [int(p) for p in re.findall(r'data-points="(\d+)"', html)]
-    assert len(points) == len(SITE_SECTIONS) and min(points) > 0, points
-
-    pages = _pages(folder / f"{site_file_stem(site)}.pdf", tmp_path)
-    shutil.copytree(tmp_path, get_settings().state / "screenshots" / "report-pages",
-                    dirs_exist_ok=True)  # fmt: skip
-    sentences = re.findall(r'<p class="changed">(.*?)</p>', html)
-    for i, (key, title) in enumerate(SITE_SECTIONS, 1):
-        words = " ".join(re.sub(r"&#x27;|&amp;", "'", sentences[i - 1]).split()[:6])
-        # the heading followed by its sentence (page 1's table of contents lists the headings)
-        hits = [n for n, (text, _img) in enumerate(pages) if f"{i}. {title} {words}" in text]
-        assert len(hits) == 1, f"section {i}. {title} with '{words}' on pages {hits}"
-        _text, img = pages[hits[0]]
-        w, h = img.size
-        left, right = (0, 0, w // 2, h), (w // 2, 0, w, h)
-        # one marker at 60 dpi is ~30 coloured pixels (a site with a single CPU model has one
-        # point in the speed panel); axes, grid lines and text are grey
-        assert _colored(img, left) > 20 and _colored(img, right) > 20, (key, site)
+    assert_report_pages(folder, site, tmp_path)
 
 
 # --- scheduled Airflow: backfill ---------------------------------------------------------------
@@ -266,32 +218,10 @@ def scheduled_airflow(weekly_reports):
     airflow_sh("stop", timeout=300)
 
 
-def _listeners(pids: set[int]) -> list[tuple[str, set[int]]]:
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
-    found = []
-    for line in out.splitlines():
-        owners = {int(x) for x in re.findall(r"pid=(\d+)", line)}
-        if owners & pids:
-            found.append((line.split()[3], owners))
-    return found
-
-
-def _airflow_pids() -> set[int]:
-    run_dir = get_settings().state / "run"
-    roots = {int(p.read_text()) for p in run_dir.glob("airflow-*.pid")}
-
-    def tree(pid: int) -> set[int]:
-        kids = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
-                              text=True).stdout.split()  # fmt: skip
-        return {pid}.union(*(tree(int(k)) for k in kids))
-
-    return set().union(*(tree(p) for p in roots)) if roots else set()
-
-
 def test_scheduled_airflow_listens_on_loopback_only(scheduled_airflow):
-    pids = _airflow_pids()
+    pids = airflow_pids()
     assert len(pids) >= 4, "scheduler, DAG processor, triggerer and API server"
-    listening = _listeners(pids)
+    listening = listeners(pids)
     port = 8080 + get_settings().port_offset
     assert any(addr.endswith(f":{port}") for addr, _ in listening), listening  # the API server
     for addr, _owners in listening:

@@ -2,7 +2,8 @@
 
 The report queries run here against hand-made rows of the gold views (as ``global_temp`` views
 with the columns of the real ``grid`` views), so every figure and sentence is checked against a
-value worked out by hand below. The DAG runs on simulated data are in test_orchestration.py.
+value worked out by hand below. The DAG runs on real data: test_dag_runs.py (the demo week, in
+make test) and test_orchestration.py (a simulated three-week grid, nightly).
 """
 
 from __future__ import annotations
