@@ -80,28 +80,6 @@ def test_a_job_spans_one_bucket_per_hour_it_touches(spark) -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_slow_storage_site_jobs_see_iowait_and_busy_disks(spark, gold_demo) -> None:
-    from pyspark.sql import functions as F
-
-    from gridlake.catalog import SILVER_JOB_NODE_FEATURES
-
-    slow = gold_demo.truth["slow_storage_site"]
-    feats = spark.read.format("delta").load(SILVER_JOB_NODE_FEATURES.path())
-    with_samples = feats.filter(F.col("vmstat_samples") > 0)
-    assert with_samples.count() > 20
-    by_site = {
-        r.is_slow: r
-        for r in with_samples.groupBy((F.col("site") == slow).alias("is_slow"))
-        .agg(F.avg("wa_mean").alias("wa"), F.avg("disk_util_p95").alias("util"))
-        .collect()
-    }
-    assert by_site[True].wa > 3 * by_site[False].wa
-    assert by_site[True].util > 2 * by_site[False].util
-    assert feats.count() == feats.select("job_id").distinct().count()
-
-
-@pytest.mark.integration
-@pytest.mark.slow
 def test_refresh_catches_up_with_every_batch_and_recomputes_only_touched_jobs(
     spark, settings, tmp_path
 ) -> None:
