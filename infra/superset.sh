@@ -82,7 +82,8 @@ PY
   chmod 600 "$ADMIN_FILE"
   if [ "$created" = 1 ]; then
     log "superset: generated secrets in $SECRETS (login also in $ADMIN_FILE)"
-    [ -n "$pw_env" ] || echo "superset admin login (shown once): user $ADMIN_USER  password $pw"
+    # The password itself is never printed (logs and terminals keep what they are shown).
+    [ -n "$pw_env" ] || echo "superset admin login: user $ADMIN_USER, password in $ADMIN_FILE (mode 0600)"
   fi
 }
 

@@ -86,6 +86,48 @@ def test_users_get_secrets_in_ignored_files(superset, users):
     assert "not a site name" in (bad.stdout + bad.stderr)
 
 
+def secret_values(folder) -> dict[str, str]:
+    """Every secret the instance keeps, {value: file}: the values of KEY=value lines (.env), of
+    "password:" lines (the .txt logins) and the string values of .json files. Values shorter than
+    12 characters are left out (they could match by chance)."""
+    found = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        text = path.read_text(errors="replace")
+        if path.suffix == ".json":
+            values = [v for v in json.loads(text).values() if isinstance(v, str)]
+        else:
+            lines = text.splitlines()
+            values = [x.split("=", 1)[1] for x in lines if path.suffix == ".env" and "=" in x]
+            values += [x.split(":", 1)[1] for x in lines if x.startswith("password:")]
+        found.update({v.strip(): path.name for v in values if len(v.strip()) >= 12})
+    return found
+
+
+def test_no_log_file_or_command_line_holds_a_secret(superset, users):
+    """Secrets stay in their 0600 files: no other file of the instance's state (the services'
+    logs, Airflow's task logs of the DAG runs, reports, configs; the warehouse's data aside) and
+    no command line of any process (`ps -eo args`) holds a password, a secret key or a token."""
+    state = get_settings().state
+    secrets = secret_values(state / "secrets")
+    kinds = set(secrets.values())
+    # Superset's key and admin login, Airflow's keys and admin password, the site users' logins
+    assert {"superset.env", "superset_admin.txt", "airflow.env", "fzk-ops.txt"} <= kinds, kinds
+    skip = {"secrets", "warehouse", "spark-tmp"}
+    files = [
+        p for p in state.rglob("*")
+        if p.is_file() and not skip & set(p.relative_to(state).parts) and p.stat().st_size < 5e6
+    ]  # fmt: skip
+    assert any(p.suffix == ".log" for p in files), "no log file found: the test proves nothing"
+    leaks = []
+    for path in files:
+        content = path.read_bytes()
+        leaks += [(str(path.relative_to(state)), where)
+                  for value, where in secrets.items() if value.encode() in content]  # fmt: skip
+    assert not leaks, leaks
+    args = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert not [where for value, where in secrets.items() if value in args]
+
+
 # --- chart data ---------------------------------------------------------------------------------
 def rows_key(rows: list[dict]) -> list[str]:
     """Rows as comparable text (floats to 9 significant digits: sums may add in another order)."""
