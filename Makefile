@@ -42,8 +42,8 @@ status: ## show what runs
 demo: up ## the main job: simulated weeks -> Kafka -> Airflow DAGs -> gold, weekly reports, Superset; Airflow left running
 	@bash infra/demo.sh
 
-test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side)
-	@PYTEST_MARK="not nightly and not demo and not cluster" bash infra/test.sh $(PYTEST_ARGS)
+test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side), then the demo test's short form (GRIDLAKE_TEST_DEMO=off skips it)
+	@GRIDLAKE_TEST_DEMO=$${GRIDLAKE_TEST_DEMO:-short} PYTEST_MARK="not nightly and not demo and not cluster" bash infra/test.sh $(PYTEST_ARGS)
 
 test-demo: install ## make demo as a newcomer runs it, on its own instance: cold, warm, summary, Try commands, dashboards, make down
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m demo tests/test_demo.py $(PYTEST_ARGS)
@@ -54,7 +54,7 @@ test-nightly: install ## the full end-to-end DAG runs on a simulated three-week 
 test-unit: install ## only the tests that need no service
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m "not integration" $(PYTEST_ARGS)
 
-cluster-up: install ## start the pseudo-distributed cluster (instance `cluster`): HDFS NameNode + 2 DataNodes, YARN RM + NM, metastore DB, on 127.0.0.1
+cluster-up: install ## start the pseudo-distributed cluster (instance `cluster`): HDFS NameNode + 2 DataNodes, YARN RM + NM, 3 Kafka brokers, metastore DB, on 127.0.0.1
 	@GRIDLAKE_INSTANCE=cluster bash infra/cluster.sh up
 
 cluster-down: ## stop every daemon of the cluster instance, by PID
@@ -83,4 +83,5 @@ format: ## ruff format and autofix
 clean-test: ## stop the test instances (both shards of make test) and delete their state
 	@GRIDLAKE_INSTANCE=test $(MAKE) --no-print-directory down
 	@GRIDLAKE_INSTANCE=test-grid GRIDLAKE_PORT_OFFSET=300 $(MAKE) --no-print-directory down
-	@rm -rf $(GRIDLAKE_HOME)/test $(GRIDLAKE_HOME)/test-grid $(GRIDLAKE_HOME)/pytest-warehouse $(GRIDLAKE_HOME)/pytest-grid
+	@GRIDLAKE_INSTANCE=demo-ci GRIDLAKE_PORT_OFFSET=600 $(MAKE) --no-print-directory down
+	@rm -rf $(GRIDLAKE_HOME)/test $(GRIDLAKE_HOME)/test-grid $(GRIDLAKE_HOME)/test-demo $(GRIDLAKE_HOME)/demo-ci $(GRIDLAKE_HOME)/pytest-warehouse $(GRIDLAKE_HOME)/pytest-grid $(GRIDLAKE_HOME)/pytest-demo

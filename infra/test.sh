@@ -4,6 +4,11 @@
 # busy while one shard waits on a service. The warehouse shard's output goes to its log and is
 # printed when it ends; the grid shard prints as it goes. Fails if either shard fails.
 # (Temporary files: $GRIDLAKE_HOME/pytest-<shard>, outside the instances' state, which a session wipes.)
+# After the grid shard, in its lane, the demo test (tests/test_demo.py, `make demo` cold, warm, its
+# dashboards, `make down` on the demo-ci instance) when GRIDLAKE_TEST_DEMO is `short` (make test:
+# 1 week, 4,000 jobs) or `full` (the shipped demo); `off` (the default here) skips it. Its
+# dashboards are timed once the warehouse shard has ended (they compete with the scheduled DAGs
+# then, not with the other shard).
 # Usage: bash infra/test.sh [pytest args...]   (a marker expression comes from PYTEST_MARK)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +27,20 @@ echo "[test] shard grid:"
 GRIDLAKE_TEST_SHARD=grid GRIDLAKE_TEST_INSTANCE=test-grid GRIDLAKE_PORT_OFFSET=300 \
   "$pytest" -m "$mark" --basetemp="$GRIDLAKE_HOME/pytest-grid" "$@"
 grid_rc=$?
+demo_rc=0
+case "${GRIDLAKE_TEST_DEMO:-off}" in
+  off) ;;
+  short|full)
+    echo "[test] the demo test (${GRIDLAKE_TEST_DEMO} form), after the grid shard:"
+    size=()
+    [ "$GRIDLAKE_TEST_DEMO" = short ] && size=(GRIDLAKE_TEST_DEMO_WEEKS=1 GRIDLAKE_TEST_DEMO_JOBS=4000)
+    env "${size[@]}" GRIDLAKE_TEST_QUIET_AFTER_PID="$warehouse" GRIDLAKE_TEST_INSTANCE=test-demo \
+      GRIDLAKE_PORT_OFFSET=200 "$pytest" -m demo --basetemp="$GRIDLAKE_HOME/pytest-demo" "$@" \
+      tests/test_demo.py
+    demo_rc=$?
+    ;;
+  *) echo "[test] GRIDLAKE_TEST_DEMO=$GRIDLAKE_TEST_DEMO: one of off, short, full" >&2; demo_rc=2 ;;
+esac
 wait "$warehouse"
 warehouse_rc=$?
 trap - INT TERM
@@ -29,6 +48,6 @@ echo "[test] shard warehouse:"
 cat "$log"
 # 5: the shard collected no test (a file or -k selection only the other shard has)
 ok() { [ "$1" -eq 0 ] || [ "$1" -eq 5 ]; }
-echo "[test] shard grid exit $grid_rc, shard warehouse exit $warehouse_rc"
+echo "[test] shard grid exit $grid_rc, shard warehouse exit $warehouse_rc, demo test exit $demo_rc"
 if [ "$grid_rc" -eq 5 ] && [ "$warehouse_rc" -eq 5 ]; then exit 5; fi
-ok "$grid_rc" && ok "$warehouse_rc"
+ok "$grid_rc" && ok "$warehouse_rc" && [ "$demo_rc" -eq 0 ]
