@@ -4,6 +4,8 @@
 # pip pyspark distribution, no Docker:
 #   HDFS  one NameNode and two DataNodes (replication 2), the warehouse on hdfs://.../gridlake;
 #   YARN  one ResourceManager and one NodeManager; gridlake's Spark jobs run as YARN applications.
+#   Kafka three KRaft brokers (each also a controller of the one quorum), topics with replication
+#         factor 3 and min.insync.replicas 2 (infra/kafka.sh with GRIDLAKE_KAFKA_BROKERS=3).
 # Instance `cluster` (port offset 500) unless GRIDLAKE_INSTANCE says otherwise. `up` writes the
 # instance's settings (GRIDLAKE_ENV=cluster, master, storage root, Hadoop conf) into
 # $GRIDLAKE_STATE/cluster.env, which the CLI and the other infra scripts read.
@@ -21,6 +23,11 @@ RM_SCHED=$((8030 + o)) RM_TRACKER=$((8031 + o)) RM_RPC=$((8032 + o)) RM_ADMIN=$(
 RM_WEB=$((8090 + o))
 NM_LOCALIZER=$((8040 + o)) NM_RPC=$((8041 + o)) NM_WEB=$((8042 + o))
 HDFS_URI="hdfs://127.0.0.1:$NN_RPC"
+KAFKA_BROKERS=3
+KAFKA_PORTS=()
+for _i in $(seq 1 "$KAFKA_BROKERS"); do KAFKA_PORTS+=("$((GRIDLAKE_KAFKA_PORT + 2 * (_i - 1)))"); done
+KAFKA_BOOTSTRAP="$(printf '127.0.0.1:%s,' "${KAFKA_PORTS[@]}")"
+KAFKA_BOOTSTRAP="${KAFKA_BOOTSTRAP%,}"
 JAVA_HOME="${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")}"
 export JAVA_HOME
 # Hadoop 3.4 on Java 17: its web stack (Jersey 1, Guice) reflects into java.base.
@@ -183,6 +190,8 @@ GRIDLAKE_SPARK_MASTER=yarn
 GRIDLAKE_STORAGE_ROOT=$HDFS_URI/gridlake/warehouse
 HADOOP_CONF_DIR=$conf
 YARN_CONF_DIR=$conf
+GRIDLAKE_KAFKA_BROKERS=$KAFKA_BROKERS
+GRIDLAKE_KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP
 GRIDLAKE_SPARK_CONF=spark.yarn.archive=$HDFS_URI/spark/spark-jars.zip;spark.executor.instances=${GRIDLAKE_YARN_EXECUTORS:-2};spark.executor.cores=1;spark.executor.memory=${GRIDLAKE_YARN_EXECUTOR_MEMORY:-1g};spark.yarn.am.memory=512m;spark.pyspark.python=$GRIDLAKE_VENV/bin/python;spark.driver.host=127.0.0.1;spark.driver.bindAddress=127.0.0.1;spark.ui.enabled=false;spark.yarn.appMasterEnv.SPARK_LOCAL_IP=127.0.0.1;spark.executorEnv.SPARK_LOCAL_IP=127.0.0.1;spark.yarn.submit.waitAppCompletion=true
 SPARK_HOME=$pyspark_home
 ENV
@@ -239,11 +248,14 @@ up() {
   [ "$(running_nodemanagers)" -ge 1 ] || die "YARN: no NodeManager registered within 180 s; see $GRIDLAKE_LOGS"
   upload_spark_jars
   write_env
-  log "cluster: up (HDFS $HDFS_URI, web http://127.0.0.1:$NN_HTTP; YARN http://127.0.0.1:$RM_WEB); settings in $GRIDLAKE_STATE/cluster.env"
+  # Kafka reads its broker count and ports from the cluster.env just written.
+  bash "$GRIDLAKE_REPO/infra/kafka.sh" start
+  log "cluster: up (HDFS $HDFS_URI, web http://127.0.0.1:$NN_HTTP; YARN http://127.0.0.1:$RM_WEB; Kafka $KAFKA_BOOTSTRAP); settings in $GRIDLAKE_STATE/cluster.env"
 }
 
 down() {
   local i
+  GRIDLAKE_KAFKA_BROKERS=$KAFKA_BROKERS bash "$GRIDLAKE_REPO/infra/kafka.sh" stop
   for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do stop_pid "${DAEMONS[$i]}"; done
   bash "$GRIDLAKE_REPO/infra/derby.sh" stop
 }
@@ -269,6 +281,22 @@ status() {
   emit resourcemanager "127.0.0.1:$RM_RPC" "http://127.0.0.1:$RM_WEB" \
     "$(healthy resourcemanager "$(get "http://127.0.0.1:$RM_WEB/ws/v1/cluster/info" | grep -q '"state":"STARTED"' && echo 0 || echo 1)")"
   emit nodemanager "127.0.0.1:$NM_RPC" "http://127.0.0.1:$NM_WEB" "$(healthy nodemanager "$([ "$nm" -ge 1 ] && echo 0 || echo 1)")"
+  # Kafka: healthy when alive and a member of the cluster's metadata (asked of every broker).
+  local ids
+  ids=" $("$GRIDLAKE_VENV/bin/python" - "$KAFKA_BOOTSTRAP" <<'PY' 2>/dev/null || true
+import sys
+from confluent_kafka.admin import AdminClient
+try:
+    md = AdminClient({"bootstrap.servers": sys.argv[1], "socket.timeout.ms": 5000}).list_topics(timeout=8)
+    print(" ".join(str(b) for b in sorted(md.brokers)))
+except Exception:
+    print("")
+PY
+) "
+  for i in $(seq 1 "$KAFKA_BROKERS"); do
+    emit kafka "127.0.0.1:${KAFKA_PORTS[$((i - 1))]}" "" \
+      "$(healthy "kafka$i" "$([[ "$ids" == *" $i "* ]] && echo 0 || echo 1)")"
+  done
   return "$bad"
 }
 

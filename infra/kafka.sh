@@ -1,61 +1,119 @@
 #!/usr/bin/env bash
-# kafka.sh start|stop|status: one Kafka broker in KRaft mode on 127.0.0.1, with the project's topics.
+# kafka.sh start|stop|status: Kafka in KRaft mode on 127.0.0.1, with the project's topics.
+# One broker (combined broker and controller) by default; GRIDLAKE_KAFKA_BROKERS=N (the cluster
+# instance: 3, from its cluster.env) starts N combined brokers forming one controller quorum,
+# broker i on GRIDLAKE_KAFKA_PORT + 2(i-1) and its controller on GRIDLAKE_KAFKA_CONTROLLER_PORT +
+# 2(i-1); topics then have replication factor min(N, 3) and min.insync.replicas 2 (producers use
+# acks=all: a record is acknowledged once two brokers hold it, so one broker may die).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 libs="$GRIDLAKE_HOME/kafka/libs"
-dir="$GRIDLAKE_STATE/kafka"
-conf="$dir/server.properties"
 TOPICS="grid.jobs grid.nodes grid.network grid.accounting_summaries grid.deadletter"
 PARTITIONS="${GRIDLAKE_KAFKA_PARTITIONS:-2}"
+N="${GRIDLAKE_KAFKA_BROKERS:-1}"
+[[ "$N" =~ ^[1-9]$ ]] || die "GRIDLAKE_KAFKA_BROKERS=$N: a number of brokers from 1 to 9"
+RF=$((N < 3 ? N : 3))
+ISR=$((N >= 3 ? 2 : 1))
 
 kjava() { java -cp "$libs/*" "$@"; }
+# name/dir/port/cport I: broker I's PID name, state folder and ports (one broker: as before).
+name() { if [ "$N" = 1 ]; then echo kafka; else echo "kafka$1"; fi; }
+dir() { if [ "$N" = 1 ]; then echo "$GRIDLAKE_STATE/kafka"; else echo "$GRIDLAKE_STATE/kafka/broker$1"; fi; }
+port() { echo $((GRIDLAKE_KAFKA_PORT + 2 * ($1 - 1))); }
+cport() { echo $((GRIDLAKE_KAFKA_CONTROLLER_PORT + 2 * ($1 - 1))); }
+bootstrap() {
+  local i out=()
+  for i in $(seq 1 "$N"); do out+=("127.0.0.1:$(port "$i")"); done
+  (IFS=,; echo "${out[*]}")
+}
 
-write_conf() {
-  mkdir -p "$dir/data"
-  cat > "$conf" <<CONF
+write_conf() {  # I
+  local i="$1" d quorum voters=() j
+  d="$(dir "$i")"
+  mkdir -p "$d/data"
+  if [ "$N" = 1 ]; then
+    quorum="controller.quorum.bootstrap.servers=127.0.0.1:$(cport 1)"
+  else
+    for j in $(seq 1 "$N"); do voters+=("$j@127.0.0.1:$(cport "$j")"); done
+    quorum="controller.quorum.voters=$(IFS=,; echo "${voters[*]}")"
+  fi
+  cat > "$d/server.properties" <<CONF
 process.roles=broker,controller
-node.id=1
-controller.quorum.bootstrap.servers=127.0.0.1:$GRIDLAKE_KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$GRIDLAKE_KAFKA_PORT,CONTROLLER://127.0.0.1:$GRIDLAKE_KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$GRIDLAKE_KAFKA_PORT
+node.id=$i
+$quorum
+listeners=PLAINTEXT://127.0.0.1:$(port "$i"),CONTROLLER://127.0.0.1:$(cport "$i")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(port "$i")
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
-log.dirs=$dir/data
+log.dirs=$d/data
 num.partitions=$PARTITIONS
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-min.insync.replicas=1
+default.replication.factor=$RF
+offsets.topic.replication.factor=$RF
+transaction.state.log.replication.factor=$RF
+transaction.state.log.min.isr=$ISR
+share.coordinator.state.topic.replication.factor=$RF
+share.coordinator.state.topic.min.isr=$ISR
+min.insync.replicas=$ISR
 auto.create.topics.enable=false
 group.initial.rebalance.delay.ms=0
 log.retention.hours=-1
 CONF
 }
 
-case "${1:-status}" in
-  start)
-    pid_alive kafka && { log "kafka: already running"; exit 0; }
-    bash "$GRIDLAKE_REPO/infra/fetch_jars.sh" kafka
-    write_conf
-    if [ ! -f "$dir/data/meta.properties" ]; then
-      kjava kafka.tools.StorageTool format -t "$(kjava kafka.tools.StorageTool random-uuid)" \
-        -c "$conf" --standalone > "$GRIDLAKE_LOGS/kafka-format.log" 2>&1
+start() {
+  local i d id alive=1
+  for i in $(seq 1 "$N"); do pid_alive "$(name "$i")" || alive=0; done
+  [ "$alive" = 1 ] && { log "kafka: already running ($N broker(s))"; exit 0; }
+  bash "$GRIDLAKE_REPO/infra/fetch_jars.sh" kafka
+  # One cluster id for every broker of the quorum, kept beside them.
+  mkdir -p "$GRIDLAKE_STATE/kafka"
+  [ -s "$GRIDLAKE_STATE/kafka/cluster.id" ] \
+    || kjava kafka.tools.StorageTool random-uuid > "$GRIDLAKE_STATE/kafka/cluster.id"
+  id="$(cat "$GRIDLAKE_STATE/kafka/cluster.id")"
+  for i in $(seq 1 "$N"); do
+    write_conf "$i"
+    d="$(dir "$i")"
+    if [ ! -f "$d/data/meta.properties" ]; then
+      if [ "$N" = 1 ]; then
+        kjava kafka.tools.StorageTool format -t "$id" -c "$d/server.properties" --standalone
+      else
+        kjava kafka.tools.StorageTool format -t "$id" -c "$d/server.properties"
+      fi > "$GRIDLAKE_LOGS/kafka-format.log" 2>&1 \
+        || die "kafka: formatting broker $i failed; see $GRIDLAKE_LOGS/kafka-format.log"
     fi
-    KAFKA_HEAP="${GRIDLAKE_KAFKA_HEAP:-768m}"
-    start_bg kafka "$GRIDLAKE_LOGS/kafka.log" java "-Xmx$KAFKA_HEAP" -Xms256m \
-      "-Dlog4j2.configurationFile=$GRIDLAKE_REPO/infra/kafka/log4j2.yaml" -cp "$libs/*" kafka.Kafka "$conf"
-    wait_port "$GRIDLAKE_KAFKA_PORT" 90 kafka
-    for t in $TOPICS; do
-      kjava org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$GRIDLAKE_KAFKA_PORT" \
-        --create --if-not-exists --topic "$t" --partitions "$PARTITIONS" --replication-factor 1 \
-        >> "$GRIDLAKE_LOGS/kafka-topics.log" 2>&1
+  done
+  local heap="${GRIDLAKE_KAFKA_HEAP:-$([ "$N" = 1 ] && echo 768m || echo 512m)}"
+  for i in $(seq 1 "$N"); do
+    pid_alive "$(name "$i")" && continue
+    start_bg "$(name "$i")" "$GRIDLAKE_LOGS/$(name "$i").log" java "-Xmx$heap" -Xms256m \
+      "-Dlog4j2.configurationFile=$GRIDLAKE_REPO/infra/kafka/log4j2.yaml" -cp "$libs/*" \
+      kafka.Kafka "$(dir "$i")/server.properties"
+  done
+  for i in $(seq 1 "$N"); do wait_port "$(port "$i")" 90 "$(name "$i")"; done
+  local t
+  for t in $TOPICS; do
+    kjava org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" \
+      --create --if-not-exists --topic "$t" --partitions "$PARTITIONS" --replication-factor "$RF" \
+      --config "min.insync.replicas=$ISR" >> "$GRIDLAKE_LOGS/kafka-topics.log" 2>&1 \
+      || die "kafka: creating topic $t failed; see $GRIDLAKE_LOGS/kafka-topics.log"
+  done
+  log "kafka: up, $N broker(s) on $(bootstrap) (topics: $TOPICS; replication $RF, min.insync.replicas $ISR)"
+}
+
+case "${1:-status}" in
+  start) start ;;
+  stop) for i in $(seq "$N" -1 1); do stop_pid "$(name "$i")"; done ;;
+  status)
+    for i in $(seq 1 "$N"); do
+      n="$(name "$i")"
+      if pid_alive "$n"; then
+        printf '%-9s running  pid %s  127.0.0.1:%s\n' "$n" "$(cat "$GRIDLAKE_RUN/$n.pid")" "$(port "$i")"
+      else
+        printf '%-9s stopped\n' "$n"
+      fi
     done
-    log "kafka: up on 127.0.0.1:$GRIDLAKE_KAFKA_PORT (topics: $TOPICS)"
     ;;
-  stop) stop_pid kafka ;;
-  status) if pid_alive kafka; then echo "kafka     running  pid $(cat "$GRIDLAKE_RUN/kafka.pid")  127.0.0.1:$GRIDLAKE_KAFKA_PORT"; else echo "kafka     stopped"; fi ;;
-  *) die "usage: kafka.sh start|stop|status" ;;
+  bootstrap) bootstrap ;;
+  *) die "usage: kafka.sh start|stop|status|bootstrap" ;;
 esac

@@ -1,7 +1,7 @@
-"""The pseudo-distributed cluster (`make cluster-up`): HDFS (a NameNode, two DataNodes) and YARN
-(a ResourceManager, a NodeManager) on 127.0.0.1, and gridlake's own commands running on it as
-YARN applications with the warehouse on HDFS, selected by the instance name alone
-(GRIDLAKE_INSTANCE=cluster reads the settings `cluster-up` wrote).
+"""The pseudo-distributed cluster (`make cluster-up`): HDFS (a NameNode, two DataNodes), YARN
+(a ResourceManager, a NodeManager) and Kafka (three KRaft brokers) on 127.0.0.1, and gridlake's
+own commands running on it as YARN applications with the warehouse on HDFS, selected by the
+instance name alone (GRIDLAKE_INSTANCE=cluster reads the settings `cluster-up` wrote).
 
 Marker ``cluster``: `make test-cluster`, not `make test` (the daemons and YARN's container start
 cost minutes on two cores).
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -25,6 +26,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.integration, pytest.mark.slow]
 OFFSET = 500  # the cluster instance's port offset (infra/env.sh, gridlake.settings)
 RM_WEB = f"http://127.0.0.1:{8090 + OFFSET}"
 NN_WEB = f"http://127.0.0.1:{9870 + OFFSET}"
+KAFKA_PORTS = [9092 + OFFSET + 2 * i for i in range(3)]  # infra/kafka.sh, three brokers
+BOOTSTRAP = ",".join(f"127.0.0.1:{p}" for p in KAFKA_PORTS)
 
 
 def _env() -> dict[str, str]:
@@ -73,9 +76,12 @@ def test_status_names_every_daemon_healthy_on_loopback(cluster: Path) -> None:
     assert st.returncode == 0, (st.stdout, st.stderr[-2000:])
     lines = [json.loads(x) for x in st.stdout.splitlines() if x.startswith("{")]
     services = sorted(x["service"] for x in lines)
-    # Thrift, Superset, Kafka and the metastore join the list as the cluster gains them.
-    assert {"namenode", "datanode", "resourcemanager", "nodemanager"} <= set(services)
+    # Thrift, Superset and the metastore join the list as the cluster gains them.
+    assert {"namenode", "datanode", "resourcemanager", "nodemanager", "kafka"} <= set(services)
     assert services.count("datanode") == 2, services
+    assert sorted(x["address"] for x in lines if x["service"] == "kafka") == sorted(
+        f"127.0.0.1:{p}" for p in KAFKA_PORTS
+    ), lines
     assert all(x["healthy"] is True for x in lines), lines
     assert all(x["address"].startswith("127.0.0.1:") for x in lines), lines
     # The NameNode counts both DataNodes; YARN one active NodeManager.
@@ -85,8 +91,11 @@ def test_status_names_every_daemon_healthy_on_loopback(cluster: Path) -> None:
     loop = _run("bash", "infra/check_loopback.sh", timeout=120)
     assert loop.returncode == 0, (loop.stdout, loop.stderr)
     assert "NOT LOCAL" not in loop.stdout
-    # Every daemon listens: five JVMs, each with at least one socket checked.
-    assert loop.stdout.count("ok ") >= 5, loop.stdout
+    # Every daemon listens: eight JVMs, each with at least one socket checked.
+    assert loop.stdout.count("ok ") >= 8, loop.stdout
+    listening = {int(m) for m in re.findall(r"^ok\s+\S*127\.0\.0\.1\]?:(\d+)\s", loop.stdout, re.M)}
+    for port in KAFKA_PORTS:  # each broker and its controller
+        assert {port, port + 1} <= listening, (port, sorted(listening))
 
 
 def test_settings_switch_by_instance_name_alone(cluster: Path) -> None:
@@ -105,10 +114,17 @@ def test_settings_switch_by_instance_name_alone(cluster: Path) -> None:
     assert s["hadoop_conf"] == str(cluster / "hadoop" / "conf"), s
 
 
-def test_commands_run_as_yarn_applications_with_the_warehouse_on_hdfs(cluster: Path) -> None:
-    """`gridlake init` registers every table on HDFS; a query then runs on YARN executors."""
+@pytest.fixture(scope="module")
+def initialized(cluster: Path) -> Path:
+    """`gridlake init` on the cluster (a YARN application): every table registered on HDFS."""
     init = _gridlake("init", timeout=1800)
     assert init.returncode == 0, (init.stdout[-3000:], init.stderr[-3000:])
+    return cluster
+
+
+def test_commands_run_as_yarn_applications_with_the_warehouse_on_hdfs(initialized: Path) -> None:
+    """`gridlake init` registers every table on HDFS; a query then runs on YARN executors."""
+    cluster = initialized
     q = _gridlake(
         "sql",
         "SELECT count(*) AS n FROM (SELECT id FROM range(200000) DISTRIBUTE BY id % 7)",
@@ -129,3 +145,175 @@ def test_commands_run_as_yarn_applications_with_the_warehouse_on_hdfs(cluster: P
     assert ls.returncode == 0, ls.stderr[-2000:]
     assert "/gridlake/warehouse/silver/jobs/_delta_log" in ls.stdout, ls.stdout[-2000:]
     assert not (cluster / "warehouse").exists()
+
+
+def _admin():
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": BOOTSTRAP})
+
+
+def _end_offsets(topic: str) -> dict[int, int]:
+    """The high watermark of each partition of topic, from the brokers that are up (retried while
+    the cluster moves a dead broker's partition leaderships to the others)."""
+    import time
+
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    deadline = time.monotonic() + 120
+    while True:
+        c = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "gridlake-test-offsets"})
+        try:
+            parts = c.list_topics(topic, timeout=20).topics[topic].partitions
+            return {
+                p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=20)[1] for p in parts
+            }
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+        finally:
+            c.close()
+
+
+def test_topics_are_replicated_three_times_and_need_two_in_sync(cluster: Path) -> None:
+    from confluent_kafka.admin import ConfigResource
+
+    admin = _admin()
+    md = admin.list_topics(timeout=20)
+    assert sorted(md.brokers) == [1, 2, 3], md.brokers
+    for name in ("grid.jobs", "grid.nodes", "grid.network", "grid.deadletter"):
+        parts = md.topics[name].partitions.values()
+        assert parts and all(len(p.replicas) == 3 for p in parts), (name, parts)
+        res = ConfigResource(ConfigResource.Type.TOPIC, name)
+        conf = admin.describe_configs([res])[res].result(timeout=20)
+        assert conf["min.insync.replicas"].value == "2", name
+
+
+def _jobs_file(path: Path, n: int, tag: str) -> None:
+    """n canonical grid.jobs records: the demo week's first job with n distinct job ids."""
+    from datetime import date
+
+    from gridlake.sources.demo import generate_week
+
+    base = generate_week(date(2026, 11, 16), seed=7).jobs[0]
+    with path.open("w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({**base, "job_id": f"{tag}-{i}"}) + "\n")
+
+
+def test_a_broker_killed_mid_publish_loses_and_doubles_nothing(
+    initialized: Path, tmp_path: Path
+) -> None:
+    """SIGKILL one of the three brokers while `gridlake publish` sends 200,000 jobs, keep it down
+    through `gridlake ingest` (on YARN): every record is in bronze exactly once, against the
+    end offsets of the brokers that survived; then the broker comes back and catches up."""
+    import signal
+    import time
+
+    cluster = initialized
+    n = 200_000
+    src = tmp_path / "jobs.jsonl"
+    _jobs_file(src, n, f"kill-{int(time.time())}")
+    before = sum(_end_offsets("grid.jobs").values())
+    venv = Path(os.environ.get("GRIDLAKE_HOME", REPO_ROOT / ".gridlake")) / "venv"
+    pub = subprocess.Popen(
+        [str(venv / "bin" / "gridlake"), "publish", "--topic", "grid.jobs", str(src)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=REPO_ROOT,
+    )  # fmt: skip
+    # Kill broker 2 once the first records are acknowledged, while the rest are on their way.
+    deadline = time.monotonic() + 300
+    at_kill = 0
+    while at_kill < 1000:
+        assert pub.poll() is None, pub.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+        at_kill = sum(_end_offsets("grid.jobs").values()) - before
+    victim = int((cluster / "run" / "kafka2.pid").read_text())
+    os.kill(victim, signal.SIGKILL)
+    try:
+        out, err = pub.communicate(timeout=900)
+        assert pub.returncode == 0, (out[-2000:], err[-3000:])
+        assert at_kill < n, f"the publish had finished ({at_kill}) before the broker died"
+        ends = _end_offsets("grid.jobs")
+        assert sum(ends.values()) - before == n  # no record lost, none doubled by retries
+        st = _run("make", "-s", "cluster-status", timeout=120)
+        assert st.returncode != 0 and '"service": "kafka"' in st.stdout  # the dead one shows
+        ingest = _gridlake("ingest", timeout=1800)
+        assert ingest.returncode == 0, (ingest.stdout[-3000:], ingest.stderr[-3000:])
+        q = _gridlake(
+            "sql",
+            "SELECT count(*) AS n, count(DISTINCT partition, offset) AS d FROM bronze.jobs "
+            "WHERE topic = 'grid.jobs'",
+            "--format", "csv", timeout=900,
+        )  # fmt: skip
+        assert q.returncode == 0, q.stderr[-3000:]
+        rows, distinct = map(int, q.stdout.strip().splitlines()[-1].split(","))
+        assert rows == distinct == sum(ends.values()), (rows, distinct, ends)
+    finally:
+        up = _run("bash", "infra/kafka.sh", "start", timeout=300)
+        assert up.returncode == 0, up.stderr[-2000:]
+    deadline = time.monotonic() + 120
+    while _run("make", "-s", "cluster-status", timeout=120).returncode != 0:
+        assert time.monotonic() < deadline, "the restarted broker did not rejoin"
+        time.sleep(3)
+
+
+def test_a_datanode_killed_mid_refine_loses_nothing(initialized: Path, tmp_path: Path) -> None:
+    """SIGKILL one of the two DataNodes while `gridlake refine` (on YARN) writes silver: the
+    refine finishes (replication 2: the blocks are on the other one), every job of the batch is
+    in silver once, and the batch audit adds up; then the DataNode comes back."""
+    import signal
+    import time
+
+    cluster = initialized
+    n, tag = 50_000, f"dn-{int(time.time())}"
+    src = tmp_path / "jobs.jsonl"
+    _jobs_file(src, n, tag)
+    pub = _gridlake("publish", "--topic", "grid.jobs", str(src), timeout=600)
+    assert pub.returncode == 0, pub.stderr[-3000:]
+    ingest = _gridlake("ingest", timeout=1800)
+    assert ingest.returncode == 0, ingest.stderr[-3000:]
+    venv = Path(os.environ.get("GRIDLAKE_HOME", REPO_ROOT / ".gridlake")) / "venv"
+    refine = subprocess.Popen(
+        [str(venv / "bin" / "gridlake"), "refine", "--inputs", "jobs"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=REPO_ROOT,
+    )  # fmt: skip
+    try:
+        # Kill once the refine's YARN application has run for a while (its executors write).
+        deadline = time.monotonic() + 600
+        while True:
+            assert refine.poll() is None, refine.communicate()
+            assert time.monotonic() < deadline, "the refine's application never ran"
+            apps = _get(f"{RM_WEB}/ws/v1/cluster/apps?states=RUNNING").get("apps") or {}
+            running = [a for a in apps.get("app", []) if a["name"] == "gridlake-refine"]
+            if running and running[0]["elapsedTime"] > 20_000:
+                break
+            time.sleep(1)
+        os.kill(int((cluster / "run" / "datanode2.pid").read_text()), signal.SIGKILL)
+        assert refine.poll() is None, "the refine finished before the DataNode died"
+        out, err = refine.communicate(timeout=1800)
+        assert refine.returncode == 0, (out[-3000:], err[-3000:])
+        q = _gridlake(
+            "sql",
+            f"SELECT count(*) AS n, count(DISTINCT job_id) AS d FROM silver.jobs "
+            f"WHERE job_id LIKE '{tag}-%'",
+            "--format", "csv", timeout=900,
+        )  # fmt: skip
+        assert q.returncode == 0, q.stderr[-3000:]
+        assert q.stdout.strip().splitlines()[-1] == f"{n},{n}", q.stdout
+        audit = _gridlake(
+            "sql",
+            "SELECT count(*) FROM silver.batch_audit WHERE input = 'jobs' AND "
+            "bronze_rows <> clean_rows + duplicate_rows + quarantined_rows",
+            "--format", "csv", timeout=900,
+        )  # fmt: skip
+        assert audit.returncode == 0, audit.stderr[-3000:]
+        assert audit.stdout.strip().splitlines()[-1] == "0", audit.stdout
+    finally:
+        if refine.poll() is None:
+            refine.kill()
+        up = _run("make", "-s", "cluster-up", timeout=900)  # starts what is not running
+        assert up.returncode == 0, up.stderr[-2000:]
+    beans = _get(f"{NN_WEB}/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState")["beans"]
+    assert beans[0]["NumLiveDataNodes"] == 2
