@@ -323,6 +323,37 @@ def test_condor_broken_copies_are_rejected_with_location(tmp_path: Path) -> None
     assert good == [] and len(bad) == 1 and "repeated" in bad[0].reason
 
 
+def _millisecond_dates(path: Path, attr: str, count: int = 1) -> Path:
+    """The first ``count`` occurrences of ``attr`` multiplied by 1000 (epoch milliseconds, as a
+    converter that mixed units would write)."""
+    seen = 0
+
+    def times_1000(m: re.Match[str]) -> str:
+        nonlocal seen
+        seen += 1
+        return f"{m.group(1)} = {int(m.group(2)) * 1000}" if seen <= count else m.group(0)
+
+    path.write_text(re.sub(rf"^({attr}) = (\d+)$", times_1000, path.read_text(), flags=re.M))
+    return path
+
+
+@needs_realdata
+def test_condor_millisecond_dates_are_rejected_with_the_reason_not_a_crash(tmp_path: Path) -> None:
+    """Epoch milliseconds (year 49072 read as seconds) used to raise out of the reader and abort
+    the whole file; the ad is now rejected with the reason and the others still convert."""
+    path = _millisecond_dates(_complete_ad_file(tmp_path), "CompletionDate")
+    good, bad = split(read_condor_history(path))
+    assert [(r.location, r.reason) for r in bad] == [
+        ("ad 1 (line 1)", "end time 1486408342000 is not a time in epoch seconds (milliseconds?)")
+    ]
+    assert [j["job_id"] for j in good] == ["fifebatch1.fnal.gov#14155293.202#1486401371"]
+    check_valid(good)
+    both = _millisecond_dates(_complete_ad_file(tmp_path), "JobCurrentStartDate", count=2)
+    good, bad = split(read_condor_history(both))
+    assert good == [] and len(bad) == 2
+    assert all("start time 14864" in r.reason and "(milliseconds?)" in r.reason for r in bad)
+
+
 def _json_ads(tmp_path: Path) -> Path:
     """The complete ads as condor_history -json writes them (original attribute spelling)."""
     source = _complete_ad_file(tmp_path)

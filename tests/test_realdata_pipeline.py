@@ -69,3 +69,23 @@ def test_data_management_robot_uses_far_less_cpu_than_everyone(summaries) -> Non
         return df.agg(F.sum("cpu_duration_seconds") / F.sum("core_wall_seconds")).first()[0]
 
     assert eff(summaries.filter(robot)) < 0.5 * eff(summaries.filter(~robot))
+
+
+def test_publish_htcondor_with_millisecond_dates_lists_the_bad_ads_and_delivers_the_rest(
+    kafka, tmp_path
+) -> None:
+    """`gridlake publish --format htcondor` on a file whose first ad has epoch milliseconds: exit
+    status 1, the bad ad listed with file, location and reason, dead-lettered, and the good ad
+    delivered to grid.jobs (it used to stop with 'year 49072 is out of range' and exit 2)."""
+    from .test_adapters_jobs import _complete_ad_file, _millisecond_dates
+
+    if not (REALDATA / "htcondor-classads-fnal-fifebatch").is_dir():
+        pytest.skip("real HTCondor ads not found")
+    path = _millisecond_dates(_complete_ad_file(tmp_path), "CompletionDate")
+    out = gridlake_cli("publish", "--quiet", "--format", "htcondor", "--site", "FNAL", str(path))
+    assert out.returncode == 1, (out.stdout, out.stderr[-2000:])
+    assert "grid.jobs: 1 published, 1 dead-lettered" in out.stdout, out.stdout
+    assert "0 delivery errors" in out.stdout
+    listed = [ln for ln in out.stderr.splitlines() if "ad 1 (line 1)" in ln]
+    assert listed and str(path) in listed[0], out.stderr[-2000:]
+    assert "end time 1486408342000 is not a time in epoch seconds" in listed[0]

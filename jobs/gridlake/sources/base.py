@@ -40,6 +40,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 RAW_LIMIT = 64 * 1024  # bytes of source text kept in Rejected.raw and in a record's raw
+# Times are epoch seconds: a value at or after 2100-01-01 is not one (epoch milliseconds of
+# 2017 are 1.5e12, year 49072 in seconds), nor is one before 1970.
+MAX_EPOCH_SECONDS = 4_102_444_800
 UNKNOWN = "unknown"
 
 
@@ -287,6 +290,12 @@ def make_job(
         defaulted.append("cores")
     elif cores < 1:
         problems.append(f"cores {cores} < 1")
+    for name, value in (("submit", submit), ("start", start), ("end", end)):
+        if value is not None and not 0 <= value < MAX_EPOCH_SECONDS:
+            problems.append(
+                f"{name} time {number(value)} is not a time in epoch seconds"
+                + (" (milliseconds?)" if value >= MAX_EPOCH_SECONDS else "")
+            )
 
     if problems:
         return reject("; ".join(problems))

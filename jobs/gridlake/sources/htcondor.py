@@ -374,16 +374,19 @@ def _read_ads(
         if isinstance(ad, str):
             yield Rejected(str(path), location, ad, raw)
             continue
-        yield ad_to_job(
-            ad,
-            source=str(path),
-            location=location,
-            raw=raw,
-            site=site,
-            host=host,
-            vo=vo,
-            fill_unknown=fill_unknown,
-        )
+        try:
+            yield ad_to_job(
+                ad,
+                source=str(path),
+                location=location,
+                raw=raw,
+                site=site,
+                host=host,
+                vo=vo,
+                fill_unknown=fill_unknown,
+            )
+        except Exception as exc:  # one ad's surprise never aborts the file: it is dead-lettered
+            yield Rejected(str(path), location, f"cannot convert: {type(exc).__name__}: {exc}", raw)
 
 
 def read_condor_history(
