@@ -317,3 +317,89 @@ def test_a_datanode_killed_mid_refine_loses_nothing(initialized: Path, tmp_path:
         assert up.returncode == 0, up.stderr[-2000:]
     beans = _get(f"{NN_WEB}/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState")["beans"]
     assert beans[0]["NumLiveDataNodes"] == 2
+
+
+def _gold_fingerprint(table: str) -> str:
+    """An order-free digest of a small gold table's rows."""
+    q = _gridlake(
+        "sql",
+        f"SELECT count(*) AS n, md5(concat_ws('|', sort_array(collect_list(to_json(struct(*))))))"
+        f" AS digest FROM {table}",
+        "--format", "csv", timeout=900,
+    )  # fmt: skip
+    assert q.returncode == 0, q.stderr[-3000:]
+    return q.stdout.strip().splitlines()[-1]
+
+
+def _executors_running_tasks() -> list[tuple[int, Path]]:
+    """(pid, container log folder) of every Spark executor of this cluster whose log says it is
+    running a task."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        # The executor's JVM itself (not the bash -c of YARN's launch script around it).
+        if not argv[0].endswith("java") or not any("YarnCoarseGrained" in a for a in argv):
+            continue
+        logdir = next(
+            (
+                a.split("=", 1)[1]
+                for a in argv
+                if a.startswith("-Dspark.yarn.app.container.log.dir=")
+            ),
+            None,
+        )
+        if not logdir:
+            continue
+        try:
+            if "Running task" in (Path(logdir) / "stderr").read_text(errors="replace"):
+                found.append((int(proc.name), Path(logdir)))
+        except OSError:
+            continue
+    return found
+
+
+def test_an_executor_killed_mid_analyze_gives_the_same_gold(initialized: Path) -> None:
+    """SIGKILL a YARN container's executor while it runs a task of `gridlake analyze`: Spark
+    retries the lost tasks on another executor, the command succeeds, and the gold table is the
+    same, row for row, as the undisturbed run's."""
+    import signal
+    import threading
+    import time
+
+    table = "gold.site_efficiency_weekly"
+    n = _gridlake("sql", "SELECT count(*) FROM silver.jobs", "--format", "csv", timeout=900)
+    assert n.returncode == 0, n.stderr[-2000:]
+    assert int(n.stdout.strip().splitlines()[-1]) > 0, "silver.jobs is empty: run the module"
+    first = _gridlake("analyze", "--only", "site_efficiency", timeout=1800)
+    assert first.returncode == 0, (first.stdout[-3000:], first.stderr[-3000:])
+    clean = _gold_fingerprint(table)
+    assert not clean.startswith("0,"), clean
+
+    killed: list[int] = []
+    stop = threading.Event()
+
+    def killer() -> None:
+        while not stop.is_set() and not killed:
+            for pid, _ in _executors_running_tasks():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                break
+            time.sleep(0.2)
+
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    try:
+        again = _gridlake("analyze", "--only", "site_efficiency", timeout=1800)
+    finally:
+        stop.set()
+        t.join(timeout=30)
+    assert again.returncode == 0, (again.stdout[-3000:], again.stderr[-3000:])
+    assert killed, "no executor ran a task while analyze ran"
+    out = again.stdout + again.stderr
+    assert re.search(r"Lost executor|ExecutorLostFailure|Container killed|exited with code", out), (
+        out[-4000:]
+    )
+    assert _gold_fingerprint(table) == clean
