@@ -6,6 +6,9 @@
 #   YARN  one ResourceManager and one NodeManager; gridlake's Spark jobs run as YARN applications.
 #   Kafka three KRaft brokers (each also a controller of the one quorum), topics with replication
 #         factor 3 and min.insync.replicas 2 (infra/kafka.sh with GRIDLAKE_KAFKA_BROKERS=3).
+#   Hive metastore  a service of its own (infra/metastore.sh, thrift), the catalog in Derby; the
+#         jobs and the Thrift Server reach it by GRIDLAKE_METASTORE_URI.
+#   Spark Thrift Server  a YARN application (gridlake-thrift), and Superset on it.
 # Instance `cluster` (port offset 500) unless GRIDLAKE_INSTANCE says otherwise. `up` writes the
 # instance's settings (GRIDLAKE_ENV=cluster, master, storage root, Hadoop conf) into
 # $GRIDLAKE_STATE/cluster.env, which the CLI and the other infra scripts read.
@@ -89,7 +92,7 @@ write_conf() {
     "yarn.nodemanager.webapp.address=127.0.0.1:$NM_WEB" \
     "yarn.nodemanager.local-dirs=$cdir/yarn/local" \
     "yarn.nodemanager.log-dirs=$cdir/yarn/logs" \
-    "yarn.nodemanager.resource.memory-mb=${GRIDLAKE_YARN_MEMORY_MB:-6144}" \
+    "yarn.nodemanager.resource.memory-mb=${GRIDLAKE_YARN_MEMORY_MB:-8192}" \
     "yarn.nodemanager.resource.cpu-vcores=${GRIDLAKE_YARN_VCORES:-4}" \
     "yarn.nodemanager.vmem-check-enabled=false" \
     "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage=98" \
@@ -192,6 +195,7 @@ HADOOP_CONF_DIR=$conf
 YARN_CONF_DIR=$conf
 GRIDLAKE_KAFKA_BROKERS=$KAFKA_BROKERS
 GRIDLAKE_KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP
+GRIDLAKE_METASTORE_URI=thrift://127.0.0.1:$GRIDLAKE_METASTORE_PORT
 GRIDLAKE_SPARK_CONF=spark.yarn.archive=$HDFS_URI/spark/spark-jars.zip;spark.executor.instances=${GRIDLAKE_YARN_EXECUTORS:-2};spark.executor.cores=1;spark.executor.memory=${GRIDLAKE_YARN_EXECUTOR_MEMORY:-1g};spark.yarn.am.memory=512m;spark.pyspark.python=$GRIDLAKE_VENV/bin/python;spark.driver.host=127.0.0.1;spark.driver.bindAddress=127.0.0.1;spark.ui.enabled=false;spark.yarn.appMasterEnv.SPARK_LOCAL_IP=127.0.0.1;spark.executorEnv.SPARK_LOCAL_IP=127.0.0.1;spark.yarn.submit.waitAppCompletion=true
 SPARK_HOME=$pyspark_home
 ENV
@@ -248,13 +252,25 @@ up() {
   [ "$(running_nodemanagers)" -ge 1 ] || die "YARN: no NodeManager registered within 180 s; see $GRIDLAKE_LOGS"
   upload_spark_jars
   write_env
-  # Kafka reads its broker count and ports from the cluster.env just written.
+  # Kafka and the metastore read their settings from the cluster.env just written.
   bash "$GRIDLAKE_REPO/infra/kafka.sh" start
-  log "cluster: up (HDFS $HDFS_URI, web http://127.0.0.1:$NN_HTTP; YARN http://127.0.0.1:$RM_WEB; Kafka $KAFKA_BOOTSTRAP); settings in $GRIDLAKE_STATE/cluster.env"
+  bash "$GRIDLAKE_REPO/infra/metastore.sh" start
+  # Every table and view registered (a YARN application, gridlake-init; idempotent), then the
+  # Thrift Server (a YARN application, gridlake-thrift) and Superset on it.
+  if [ ! -f "$GRIDLAKE_STATE/.initialized" ] || [ "$GRIDLAKE_STATE/.initialized" -ot "$GRIDLAKE_STATE/cluster.env" ]; then
+    log "cluster: registering the tables and views (gridlake init on YARN)"
+    "$GRIDLAKE_VENV/bin/gridlake" init > "$GRIDLAKE_LOGS/cluster-init.log" 2>&1 \
+      || { tail -20 "$GRIDLAKE_LOGS/cluster-init.log" >&2; die "gridlake init failed; see $GRIDLAKE_LOGS/cluster-init.log"; }
+    touch "$GRIDLAKE_STATE/.initialized"
+  fi
+  bash "$GRIDLAKE_REPO/infra/thrift.sh" start
+  bash "$GRIDLAKE_REPO/infra/superset.sh" start
+  log "cluster: up (HDFS $HDFS_URI, web http://127.0.0.1:$NN_HTTP; YARN http://127.0.0.1:$RM_WEB; Kafka $KAFKA_BOOTSTRAP; metastore thrift://127.0.0.1:$GRIDLAKE_METASTORE_PORT; Thrift Server jdbc:hive2://127.0.0.1:$GRIDLAKE_THRIFT_PORT; Superset http://127.0.0.1:$GRIDLAKE_SUPERSET_PORT); settings in $GRIDLAKE_STATE/cluster.env"
 }
 
 down() {
-  local i
+  local i s
+  for s in airflow superset thrift spark_server metastore; do bash "$GRIDLAKE_REPO/infra/$s.sh" stop; done
   GRIDLAKE_KAFKA_BROKERS=$KAFKA_BROKERS bash "$GRIDLAKE_REPO/infra/kafka.sh" stop
   for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do stop_pid "${DAEMONS[$i]}"; done
   bash "$GRIDLAKE_REPO/infra/derby.sh" stop
@@ -297,6 +313,14 @@ PY
     emit kafka "127.0.0.1:${KAFKA_PORTS[$((i - 1))]}" "" \
       "$(healthy "kafka$i" "$([[ "$ids" == *" $i "* ]] && echo 0 || echo 1)")"
   done
+  emit metastore "127.0.0.1:$GRIDLAKE_METASTORE_PORT" "" \
+    "$(healthy metastore "$( (exec 3<>"/dev/tcp/127.0.0.1/$GRIDLAKE_METASTORE_PORT") 2>/dev/null && echo 0 || echo 1)")"
+  # The Thrift Server: its port open and its YARN application running.
+  emit thrift "127.0.0.1:$GRIDLAKE_THRIFT_PORT" "" \
+    "$(healthy thrift "$( (exec 3<>"/dev/tcp/127.0.0.1/$GRIDLAKE_THRIFT_PORT") 2>/dev/null \
+      && get "http://127.0.0.1:$RM_WEB/ws/v1/cluster/apps?states=RUNNING" | grep -q '"name":"gridlake-thrift"' && echo 0 || echo 1)")"
+  emit superset "127.0.0.1:$GRIDLAKE_SUPERSET_PORT" "http://127.0.0.1:$GRIDLAKE_SUPERSET_PORT" \
+    "$(healthy superset "$(curl -fsS -m 5 -o /dev/null "http://127.0.0.1:$GRIDLAKE_SUPERSET_PORT/health" 2>/dev/null && echo 0 || echo 1)")"
   return "$bad"
 }
 

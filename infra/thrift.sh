@@ -28,6 +28,7 @@ case "${1:-status}" in
       --master "${GRIDLAKE_SPARK_MASTER:-local[2]}" --driver-memory "${GRIDLAKE_THRIFT_MEMORY:-2g}" \
       --name gridlake-thrift --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 \
       "${conf[@]}" --conf "spark.driver.extraClassPath=$cp" \
+      --conf "spark.executor.instances=${GRIDLAKE_THRIFT_EXECUTORS:-1}" \
       --conf spark.databricks.delta.optimizeMetadataQuery.enabled=false \
       spark-internal \
       --hiveconf hive.server2.thrift.bind.host=127.0.0.1 \

@@ -76,8 +76,8 @@ def test_status_names_every_daemon_healthy_on_loopback(cluster: Path) -> None:
     assert st.returncode == 0, (st.stdout, st.stderr[-2000:])
     lines = [json.loads(x) for x in st.stdout.splitlines() if x.startswith("{")]
     services = sorted(x["service"] for x in lines)
-    # Thrift, Superset and the metastore join the list as the cluster gains them.
-    assert {"namenode", "datanode", "resourcemanager", "nodemanager", "kafka"} <= set(services)
+    assert set(services) == {"namenode", "datanode", "resourcemanager", "nodemanager", "kafka",
+                             "metastore", "thrift", "superset"}, services  # fmt: skip
     assert services.count("datanode") == 2, services
     assert sorted(x["address"] for x in lines if x["service"] == "kafka") == sorted(
         f"127.0.0.1:{p}" for p in KAFKA_PORTS
@@ -91,11 +91,13 @@ def test_status_names_every_daemon_healthy_on_loopback(cluster: Path) -> None:
     loop = _run("bash", "infra/check_loopback.sh", timeout=120)
     assert loop.returncode == 0, (loop.stdout, loop.stderr)
     assert "NOT LOCAL" not in loop.stdout
-    # Every daemon listens: eight JVMs, each with at least one socket checked.
-    assert loop.stdout.count("ok ") >= 8, loop.stdout
+    # Every daemon listens: eleven JVMs and Superset, each with at least one socket checked.
+    assert loop.stdout.count("ok ") >= 12, loop.stdout
     listening = {int(m) for m in re.findall(r"^ok\s+\S*127\.0\.0\.1\]?:(\d+)\s", loop.stdout, re.M)}
     for port in KAFKA_PORTS:  # each broker and its controller
         assert {port, port + 1} <= listening, (port, sorted(listening))
+    # The metastore, the Thrift Server and Superset, each on its own port.
+    assert {9083 + OFFSET, 10000 + OFFSET, 8088 + OFFSET} <= listening, sorted(listening)
 
 
 def test_settings_switch_by_instance_name_alone(cluster: Path) -> None:
