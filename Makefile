@@ -6,7 +6,7 @@ VENV := $(GRIDLAKE_HOME)/venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: help install up down status demo test test-demo test-nightly test-unit test-cluster cluster-up cluster-down cluster-status lint format bench docs clean-test
+.PHONY: help install up down status demo test test-demo test-nightly test-unit test-cluster cluster-up cluster-down cluster-status cluster-demo lint format bench docs clean-test
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -54,11 +54,14 @@ test-nightly: install ## the full end-to-end DAG runs on a simulated three-week 
 test-unit: install ## only the tests that need no service
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m "not integration" $(PYTEST_ARGS)
 
-cluster-up: install ## start the pseudo-distributed cluster (instance `cluster`): HDFS NameNode + 2 DataNodes, YARN RM + NM, 3 Kafka brokers, metastore DB, on 127.0.0.1
+cluster-up: install ## start the pseudo-distributed cluster (instance `cluster`): HDFS NameNode + 2 DataNodes, YARN RM + NM, 3 Kafka brokers, Hive metastore, Thrift Server on YARN, Superset, on 127.0.0.1
 	@GRIDLAKE_INSTANCE=cluster bash infra/cluster.sh up
 
 cluster-down: ## stop every daemon of the cluster instance, by PID
 	@GRIDLAKE_INSTANCE=cluster bash infra/cluster.sh down
+
+cluster-demo: cluster-up ## make demo on the cluster: the demo weeks through the Airflow DAGs, every job a YARN application, the warehouse on HDFS (GRIDLAKE_DEMO_WEEKS / _JOBS as for make demo)
+	@GRIDLAKE_INSTANCE=cluster bash infra/demo.sh
 
 cluster-status: ## one JSON line per cluster daemon (service, address, web, healthy); exit 1 if any is unhealthy
 	@GRIDLAKE_INSTANCE=cluster bash infra/cluster.sh status

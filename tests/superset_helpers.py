@@ -148,3 +148,45 @@ def wait_until(fn, timeout: float, what: str, every: float = 1.0):
             return value
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def render_dashboards(base: str, state: Path, prefix: str) -> dict[str, float]:
+    """Every dashboard of the Superset at base in headless Chromium, logged in as the instance's
+    admin: seconds until all its charts settled, none with an error or without results;
+    screenshots kept as <state>/screenshots/<prefix>-<dashboard>.png."""
+    from playwright.sync_api import sync_playwright
+
+    from gridlake.serving.superset_assets import DASHBOARDS
+    from tests.test_superset import CHART_STATES_JS, CHROMIUM, CHROMIUM_ARGS, settled
+
+    user, password = read_login(state / "secrets" / "superset_admin.txt")
+    shots = state / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    seconds = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1200})
+            page.goto(f"{base}/login/", wait_until="domcontentloaded")
+            page.fill('[data-test="username-input"]', user)
+            page.fill('[data-test="password-input"]', password)
+            page.click('[data-test="login-button"]')
+            page.wait_for_url("**/superset/welcome/**", timeout=180_000, wait_until="commit")
+            for dash in DASHBOARDS:
+                t0 = time.monotonic()
+                page.goto(f"{base}/superset/dashboard/{dash.slug}/", wait_until="domcontentloaded")
+                deadline = t0 + 300
+                while True:
+                    states = page.evaluate(CHART_STATES_JS)
+                    if len(states) >= len(dash.charts) and all(settled(s) for s in states):
+                        break
+                    assert time.monotonic() < deadline, (dash.slug, states)
+                    page.wait_for_timeout(250)
+                seconds[dash.slug] = round(time.monotonic() - t0, 1)
+                bad = [s for s in states if s["error"] or s["noResults"]]
+                assert not bad, (dash.slug, bad)
+                page.wait_for_timeout(1000)
+                page.screenshot(path=str(shots / f"{prefix}-{dash.slug}.png"), full_page=True)
+        finally:
+            browser.close()
+    return seconds

@@ -4,7 +4,9 @@ own commands running on it as YARN applications with the warehouse on HDFS, sele
 instance name alone (GRIDLAKE_INSTANCE=cluster reads the settings `cluster-up` wrote).
 
 Marker ``cluster``: `make test-cluster`, not `make test` (the daemons and YARN's container start
-cost minutes on two cores).
+cost minutes on two cores). The module starts from a wiped cluster instance (a fresh machine's
+`make cluster-up`: the NameNode formatted, new Kafka logs and metastore), so `make test-cluster`
+must not run where the `cluster` instance holds data to keep.
 """
 
 from __future__ import annotations
@@ -60,8 +62,13 @@ def _get(url: str) -> dict:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Path]:
-    """The cluster instance, started once for the module and stopped by PID at its end."""
+    """The cluster instance, wiped, started once for the module and stopped by PID at its end."""
+    import shutil
+
     home = Path(os.environ.get("GRIDLAKE_HOME", REPO_ROOT / ".gridlake"))
+    down = _run("make", "-s", "cluster-down", timeout=600)
+    assert down.returncode == 0, down.stderr[-2000:]
+    shutil.rmtree(home / "cluster", ignore_errors=True)
     up = _run("make", "-s", "cluster-up", timeout=1800)
     assert up.returncode == 0, (up.stdout[-3000:], up.stderr[-3000:])
     try:
@@ -147,6 +154,108 @@ def test_commands_run_as_yarn_applications_with_the_warehouse_on_hdfs(initialize
     assert ls.returncode == 0, ls.stderr[-2000:]
     assert "/gridlake/warehouse/silver/jobs/_delta_log" in ls.stdout, ls.stdout[-2000:]
     assert not (cluster / "warehouse").exists()
+
+
+LOCAL_OFFSET = 900  # the local-mode run of the comparison (instance cluster-local)
+
+
+def _local_env() -> dict[str, str]:
+    """A local-mode instance reading the cluster's Kafka topics (the same input)."""
+    env = _env()
+    env.update(
+        GRIDLAKE_INSTANCE="cluster-local",
+        GRIDLAKE_PORT_OFFSET=str(LOCAL_OFFSET),
+        GRIDLAKE_KAFKA_BOOTSTRAP=BOOTSTRAP,
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def demo_week(initialized: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's simulated week (make demo's generator and seed, 4,000 jobs) published to the
+    three brokers, then ingest -> refine -> analyze as YARN applications, the warehouse on HDFS."""
+    cluster = initialized
+    data = tmp_path_factory.mktemp("cluster-grid")
+    sim = _gridlake(
+        "simulate", "--out", str(data), "--start", "2026-11-16", "--days", "7", "--sites", "8",
+        "--jobs", "4000", "--seed", "11", "--node-interval", "600", "--latency-interval", "3600",
+        "--quiet", "--publish", timeout=1800,
+    )  # fmt: skip
+    assert sim.returncode == 0, sim.stderr[-3000:]
+    for verb in ("ingest", "refine", "analyze"):
+        r = _gridlake(verb, timeout=3600)
+        assert r.returncode == 0, (verb, r.stdout[-3000:], r.stderr[-3000:])
+    apps = _get(f"{RM_WEB}/ws/v1/cluster/apps?states=FINISHED")["apps"]["app"]
+    done = {(a["name"], a["finalStatus"]) for a in apps}
+    for verb in ("ingest", "refine", "analyze"):
+        assert (f"gridlake-{verb}", "SUCCEEDED") in done, done
+    ls = _run("bash", "infra/cluster.sh", "hdfs", "-ls", "/gridlake/warehouse/gold", timeout=300)
+    assert ls.returncode == 0 and "/gridlake/warehouse/gold/site_efficiency_weekly" in ls.stdout
+    assert not (cluster / "warehouse").exists()  # nothing on the local disk warehouse
+    return cluster
+
+
+def test_the_demo_week_on_the_cluster_gives_the_local_gold(demo_week: Path) -> None:
+    """The demo week through the cluster (the fixture), and the same topics through the same
+    commands in local mode on one disk: every gold table (and silver) is the same, row for row
+    (floats to 1e-9 relative), by `gridlake compare`."""
+    home = demo_week.parent
+    # The same input in local mode: its own instance (state, Derby), the cluster's topics.
+    local = home / "cluster-local"
+    venv = home / "venv"
+    env = _local_env()
+
+    def run_local(*cmd: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+        return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout,
+                              env=env, cwd=REPO_ROOT)  # fmt: skip
+
+    run_local("bash", "infra/derby.sh", "stop")
+    import shutil
+
+    shutil.rmtree(local, ignore_errors=True)
+    try:
+        d = run_local("bash", "infra/derby.sh", "start")
+        assert d.returncode == 0, d.stderr[-2000:]
+        for verb in ("ingest", "refine", "analyze"):
+            r = run_local(str(venv / "bin" / "gridlake"), verb)
+            assert r.returncode == 0, (verb, r.stdout[-3000:], r.stderr[-3000:])
+        hdfs_root = f"hdfs://127.0.0.1:{8020 + OFFSET}/gridlake/warehouse"
+        results = {}
+        # silver's data tables (not its run logs: batch audit, quality results) and all of gold
+        silver = ("jobs,node_samples,node_disk_samples,network,accounting_summaries,"
+                  "job_node_features,quarantine_jobs,quarantine_nodes,quarantine_network,"
+                  "quarantine_accounting_summaries")  # fmt: skip
+        for layer, only in (("silver", ["--tables", silver]), ("gold", [])):
+            cmp = run_local(
+                str(venv / "bin" / "gridlake"), "compare", hdfs_root, "--layer", layer, *only
+            )
+            lines = [json.loads(x) for x in cmp.stdout.splitlines() if x.startswith("{")]
+            results.update({x["table"]: x for x in lines})
+            assert cmp.returncode == 0, [x for x in lines if not x["same"]] or cmp.stderr[-3000:]
+    finally:
+        run_local("bash", "infra/derby.sh", "stop")
+    from gridlake.gold.analyze import gold_tables
+
+    assert {t.full_name for t in gold_tables()} <= set(results)
+    # The comparison compared something: the week's jobs, and most gold tables hold rows.
+    assert results["silver.jobs"]["rows_here"] > 4000, results["silver.jobs"]
+    filled = [t for t, x in results.items() if t.startswith("gold.") and x["rows_here"] > 0]
+    assert len(filled) >= 20, sorted(filled)
+    assert all(x["rows_here"] == x["rows_there"] for x in results.values())
+
+
+def test_dashboards_render_from_the_clusters_thrift_server(demo_week: Path) -> None:
+    """Every dashboard of the cluster's Superset in headless Chromium, its charts answered by the
+    Thrift Server running as a YARN application over the warehouse on HDFS: none with an error
+    or without results."""
+    from gridlake.serving.superset_assets import DASHBOARDS
+    from tests.superset_helpers import render_dashboards
+
+    seconds = render_dashboards(f"http://127.0.0.1:{8088 + OFFSET}", demo_week, "cluster")
+    assert sorted(seconds) == sorted(d.slug for d in DASHBOARDS), seconds
+    running = _get(f"{RM_WEB}/ws/v1/cluster/apps?states=RUNNING")["apps"]["app"]
+    assert "gridlake-thrift" in {a["name"] for a in running}
+    print(f"dashboards on the cluster (seconds): {seconds}")
 
 
 def _admin():

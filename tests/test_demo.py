@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from gridlake.settings import REPO_ROOT
+from tests.superset_helpers import render_dashboards
 
 DEMO_SH = REPO_ROOT / "infra" / "demo.sh"
 INSTANCE, OFFSET = "demo-ci", 600
@@ -218,49 +219,6 @@ def _check_summary(out: str, state: Path, weeks: list[str], env: dict[str, str])
             assert header.startswith("site,") and len(data) == 8, done.stdout
 
 
-def _render_dashboards(env: dict[str, str], state: Path) -> dict[str, float]:
-    """Every dashboard in headless Chromium: seconds until all its charts settled, none with an
-    error or without results; screenshots kept in <state>/screenshots."""
-    from playwright.sync_api import sync_playwright
-
-    from gridlake.serving.superset_assets import DASHBOARDS
-    from tests.superset_helpers import read_login
-    from tests.test_superset import CHART_STATES_JS, CHROMIUM, CHROMIUM_ARGS, settled
-
-    user, password = read_login(state / "secrets" / "superset_admin.txt")
-    base = f"http://127.0.0.1:{8088 + OFFSET}"
-    shots = state / "screenshots"
-    shots.mkdir(parents=True, exist_ok=True)
-    seconds = {}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1200})
-            page.goto(f"{base}/login/", wait_until="domcontentloaded")
-            page.fill('[data-test="username-input"]', user)
-            page.fill('[data-test="password-input"]', password)
-            page.click('[data-test="login-button"]')
-            page.wait_for_url("**/superset/welcome/**", timeout=180_000, wait_until="commit")
-            for dash in DASHBOARDS:
-                t0 = time.monotonic()
-                page.goto(f"{base}/superset/dashboard/{dash.slug}/", wait_until="domcontentloaded")
-                deadline = t0 + 300
-                while True:
-                    states = page.evaluate(CHART_STATES_JS)
-                    if len(states) >= len(dash.charts) and all(settled(s) for s in states):
-                        break
-                    assert time.monotonic() < deadline, (dash.slug, states)
-                    page.wait_for_timeout(250)
-                seconds[dash.slug] = round(time.monotonic() - t0, 1)
-                bad = [s for s in states if s["error"] or s["noResults"]]
-                assert not bad, (dash.slug, bad)
-                page.wait_for_timeout(1000)
-                page.screenshot(path=str(shots / f"demo-{dash.slug}.png"), full_page=True)
-        finally:
-            browser.close()
-    return seconds
-
-
 @pytest.mark.demo
 @pytest.mark.integration
 @pytest.mark.slow
@@ -312,7 +270,7 @@ def test_make_demo_cold_then_warm_then_down():
                 capture_output=True, text=True, timeout=300, env=_env(later.isoformat()),
             )  # fmt: skip
             assert trig.returncode == 0, trig.stderr[-2000:]
-        dashboard_s = _render_dashboards(env, state)
+        dashboard_s = render_dashboards(f"http://127.0.0.1:{8088 + OFFSET}", state, "demo")
         _record(dashboard_s=dashboard_s)
         busy = _airflow_runs(later.isoformat())
         manual = [

@@ -21,6 +21,12 @@ Stages (``--only`` picks some):
   directed pairs of S sites (full: 100 sites, 9,900 paths, ~100 M results a week): bronze ->
   silver refine, then gold.network_link_status and gold.network_cost_matrix; wall time, peak
   memory, week / day ratio (target < 9x for 7x the data).
+- ``cluster``: the ``silver`` and ``gold`` stages run twice in the same run, each in a child
+  process: in local mode (one JVM, one disk) and on the cluster that ``make cluster-up`` started
+  (every Spark job a YARN application, the warehouse on HDFS); seconds of each step on both,
+  ratio cluster / local (target <= 2 on this one 2-core machine, where the cluster only adds
+  RPC, container start-up and replication), and the shuffle bytes and task counts of each run
+  from Spark's event logs (what the README's sizing derives from).
 - ``serving``: every chart of every dashboard through Superset's chart-data API over a synthetic
   year of gold for a 100-site grid, p50/p95 per dashboard (target p95 < 2 s), and the same SQL in
   DuckDB over the same Delta files (``gridlake.ops.bench_serving``).
@@ -363,8 +369,9 @@ def bench_silver(scale: Scale, work: Path) -> dict[str, Any]:
     pids = [os.getpid(), _jvm_pid(spark)]
 
     def load_and_refine(folder: Path, chunk: list[date]) -> None:
-        _load_bronze(spark, str(folder / "jobs.jsonl"), "jobs", "end_time", chunk)
-        _load_bronze(spark, str(folder / "nodes.jsonl"), "nodes", "ts", chunk)
+        # file: URIs (a cluster's default file system is HDFS; its executors here share the disk)
+        _load_bronze(spark, (folder / "jobs.jsonl").as_uri(), "jobs", "end_time", chunk)
+        _load_bronze(spark, (folder / "nodes.jsonl").as_uri(), "nodes", "ts", chunk)
         # as `gridlake refine` does it (and the grid_ingest DAG): node samples first, then jobs,
         # then the features of the jobs either touched
         refine(spark, "nodes")
@@ -413,7 +420,7 @@ def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
         _simulate(folder, n, 7, date(2026, 8, 3), monitored_hosts=0, latency_interval=86400,
                   cpu_models=scale.gold_cpu_models, sites=scale.gold_sites)  # fmt: skip
         silver_path = f"{root}/silver_jobs_{label}"
-        silver_jobs_from_jsonl(spark, str(folder / "jobs.jsonl")).write.format("delta").mode(
+        silver_jobs_from_jsonl(spark, (folder / "jobs.jsonl").as_uri()).write.format("delta").mode(
             "overwrite"
         ).save(silver_path)
         shutil.rmtree(folder, ignore_errors=True)
@@ -501,6 +508,94 @@ def bench_network(scale: Scale, work: Path) -> dict[str, Any]:
     return out
 
 
+def _event_log_totals(folder: Path) -> dict[str, int]:
+    """Tasks, shuffle bytes written and read, and input bytes of every Spark application whose
+    event log lies in ``folder`` (one JSON event per line)."""
+    totals = {"tasks": 0, "shuffle_write_bytes": 0, "shuffle_read_bytes": 0, "input_bytes": 0}
+    for log in folder.glob("*"):
+        with log.open() as fh:
+            for line in fh:
+                if '"SparkListenerTaskEnd"' not in line:
+                    continue
+                m = json.loads(line).get("Task Metrics") or {}
+                sw, sr = m.get("Shuffle Write Metrics", {}), m.get("Shuffle Read Metrics", {})
+                totals["tasks"] += 1
+                totals["shuffle_write_bytes"] += sw.get("Shuffle Bytes Written", 0)
+                totals["shuffle_read_bytes"] += sr.get("Remote Bytes Read", 0) + sr.get(
+                    "Local Bytes Read", 0
+                )
+                totals["input_bytes"] += m.get("Input Metrics", {}).get("Bytes Read", 0)
+    return totals
+
+
+def _cluster_env() -> dict[str, str]:
+    """The cluster instance's settings (cluster.env, written by make cluster-up)."""
+    settings = get_settings()
+    env_file = settings.home / "cluster" / "cluster.env"
+    if not env_file.is_file():
+        raise SystemExit("the cluster stage needs the cluster: run `make cluster-up` first")
+    env = {}
+    for line in env_file.read_text().splitlines():
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            env[k] = v
+    return env
+
+
+def bench_cluster(scale: Scale, work: Path) -> dict[str, Any]:
+    """The silver and gold stages in local mode and on the cluster, in child bench processes of
+    their own instances (bench-local, bench-cluster: their own Derby metastore, so the cluster's
+    catalog is untouched); the cluster run's warehouse is hdfs://.../gridlake/bench."""
+    scale_name = next((k for k, v in SCALES.items() if v == scale), "standard")
+    cluster = _cluster_env()
+    hdfs_root = cluster["GRIDLAKE_STORAGE_ROOT"].rsplit("/", 1)[0] + "/bench"
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GRIDLAKE_", "HADOOP_"))}
+    base["GRIDLAKE_HOME"] = str(get_settings().home)
+    runs = {
+        "local": {"GRIDLAKE_INSTANCE": "bench-local", "GRIDLAKE_PORT_OFFSET": "1000"},
+        "cluster": {
+            **{k: v for k, v in cluster.items() if k != "GRIDLAKE_METASTORE_URI"},
+            "GRIDLAKE_INSTANCE": "bench-cluster",
+            "GRIDLAKE_PORT_OFFSET": "1100",
+            "GRIDLAKE_STORAGE_ROOT": hdfs_root,
+        },
+    }
+    hdfs_path = "/" + hdfs_root.split("//", 1)[1].split("/", 1)[1]  # /gridlake/bench
+    subprocess.run(
+        ["bash", str(INFRA / "cluster.sh"), "hdfs", "-rm", "-r", "-f", "-skipTrash", hdfs_path],
+        env={**base, "GRIDLAKE_INSTANCE": "cluster"}, check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    out: dict[str, Any] = {"hdfs_root": hdfs_root}
+    for mode, extra in runs.items():
+        for stage in ("silver", "gold"):
+            events = work / f"events-{mode}-{stage}"
+            events.mkdir(parents=True, exist_ok=True)
+            results = work / f"results-{mode}-{stage}.json"
+            log_conf = f"spark.eventLog.enabled=true;spark.eventLog.dir={events.as_uri()}"
+            conf = ";".join(x for x in (extra.get("GRIDLAKE_SPARK_CONF", ""), log_conf) if x)
+            env = {**base, **extra, "GRIDLAKE_SPARK_CONF": conf,
+                   "GRIDLAKE_BENCH_RESULTS": str(results)}  # fmt: skip
+            print(f"   {mode} {stage} ...", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            cmd = [sys.executable, "-m", "gridlake.ops.bench", "--scale", scale_name]
+            subprocess.run([*cmd, "--only", stage], env=env, check=True, stdout=subprocess.DEVNULL)
+            got = json.loads(results.read_text())[stage]
+            out.setdefault(stage, {})[mode] = {
+                "seconds": round(time.perf_counter() - t0, 1),
+                "steps": {k: v["seconds"] for k, v in got.items()
+                          if isinstance(v, dict) and "seconds" in v},
+                "nested": {k: {kk: vv["seconds"] for kk, vv in v.items()
+                               if isinstance(vv, dict) and "seconds" in vv}
+                           for k, v in got.items() if isinstance(v, dict) and "seconds" not in v},
+                **_event_log_totals(events),
+            }  # fmt: skip
+    for stage in ("silver", "gold"):
+        local, remote = out[stage]["local"]["seconds"], out[stage]["cluster"]["seconds"]
+        out[stage]["ratio_cluster_vs_local"] = round(remote / local, 2)
+    out["target"] = "cluster / local <= 2 (one 2-core machine: the cluster only adds overhead)"
+    return out
+
+
 def _bench_serving(scale: Scale, work: Path) -> dict[str, Any]:
     from gridlake.ops.bench_serving import bench_serving
 
@@ -515,6 +610,7 @@ STAGES: dict[str, Callable[[Scale, Path], dict[str, Any]]] = {
     "gold": bench_gold,
     "network": bench_network,
     "serving": _bench_serving,
+    "cluster": bench_cluster,
 }
 NEEDS = {
     "publish": ("kafka",),
@@ -540,7 +636,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     # results live outside the bench instance's state (wiped below); stages run earlier at the
     # same scale are kept, so one stage can be re-measured without losing the others
-    out = settings.home / "bench-results" / f"results-{args.scale}.json"
+    out = Path(
+        os.environ.get("GRIDLAKE_BENCH_RESULTS")  # a child run of the cluster stage
+        or settings.home / "bench-results" / f"results-{args.scale}.json"
+    )
     shutil.rmtree(settings.state, ignore_errors=True)
     settings.state.mkdir(parents=True, exist_ok=True)
     scale = SCALES[args.scale]

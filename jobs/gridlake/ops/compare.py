@@ -4,7 +4,8 @@ of the same input, a run before a change against one after it.
 Two copies of a table agree when they hold the same rows: matched on the table's key (its grain,
 ``Table.keys``), every other column equal, floating-point columns to a relative tolerance (sums
 of the same numbers in another order differ in the last bits: a cluster adds its partitions in
-another order than one machine). A table without a key is compared as a multiset (``EXCEPT ALL``
+another order than one machine). Columns that only say when and in which run a row was written
+(``RUN_COLUMNS``) are left out. A table without a key is compared as a multiset (``EXCEPT ALL``
 both ways) with its floating-point columns rounded to the tolerance's significant digits.
 
 The work is Spark's (joins and anti-joins); only one row per table reaches the driver.
@@ -21,6 +22,9 @@ from pyspark.sql import functions as F
 from gridlake.tabledef import Table
 
 FLOAT_TYPES = ("DOUBLE", "FLOAT")
+# Columns that record when and in which run a row was written, not what it says: two runs of the
+# same input differ there by design, so they are not compared.
+RUN_COLUMNS = ("_refined_at", "_batch_id")
 
 
 def _floats(table: Table) -> list[str]:
@@ -43,7 +47,7 @@ def differences(
     """The rows on which two copies of ``table`` disagree, with a ``difference`` column:
     ``only_left``, ``only_right`` or ``changed: col1,col2`` (keyed tables), ``only_left`` or
     ``only_right`` (tables without a key)."""
-    cols = table.column_names
+    cols = [c for c in table.column_names if c not in RUN_COLUMNS]
     floats = set(_floats(table))
     if not table.keys:
         digits = max(1, int(-math.log10(rel_tol)))

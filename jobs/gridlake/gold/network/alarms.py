@@ -53,6 +53,13 @@ def _alarm(
     site_wide: bool = False,
 ) -> DataFrame:
     none = F.lit(None).cast("string")
+    # Floating figures to 6 decimals: what a reader needs, and the same text whatever order the
+    # sums behind them were added in (a cluster adds its partitions in another order).
+    types = dict(df.select(*[c.alias(k) for k, c in evidence.items()]).dtypes)
+    figures = [
+        F.round(c, 6).alias(k) if types[k] in ("double", "float") else c.alias(k)
+        for k, c in evidence.items()
+    ]
     return df.select(
         F.lit(kind).alias("kind"),
         none.alias("src_site") if site_wide else F.col("src_site"),
@@ -62,7 +69,7 @@ def _alarm(
         start.alias("start_ts"),
         end.alias("end_ts"),
         value.cast("double").alias("value"),
-        F.to_json(F.struct(*[c.alias(k) for k, c in evidence.items()])).alias("evidence"),
+        F.to_json(F.struct(*figures)).alias("evidence"),
     )
 
 

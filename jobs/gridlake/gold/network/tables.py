@@ -188,7 +188,7 @@ GOLD_NETWORK_ALARMS = Table(
             "Headline figure: loss fraction, throughput ratio to baseline, minimum delay ms, "
             "drift ms/day or extra delay ms",
         ),
-        Column("evidence", "STRING", "Supporting figures (JSON)"),
+        Column("evidence", "STRING", "Supporting figures (JSON; floats to 6 decimals)"),
     ),
     checks=(
         Check("not_null", "kind"),
