@@ -100,18 +100,23 @@ def test_derived_job_columns(spark) -> None:
     assert out["zero"].cpu_efficiency is None
 
 
-def test_latest_per_key_keeps_newest_record(spark) -> None:
+def test_latest_per_key_keeps_the_highest_offset_of_the_keys_partition(spark) -> None:
     t0, t1 = datetime(2026, 11, 16, 8), datetime(2026, 11, 16, 9)
+    row = Row("job_id", "_kafka_partition", "_kafka_timestamp", "_kafka_offset", "v")
     df = spark.createDataFrame(
         [
-            Row(job_id="j1", _kafka_timestamp=t0, _kafka_offset=1, v="old"),
-            Row(job_id="j1", _kafka_timestamp=t1, _kafka_offset=7, v="new"),
-            Row(job_id="j1", _kafka_timestamp=t1, _kafka_offset=5, v="same-time-earlier-offset"),
-            Row(job_id="j2", _kafka_timestamp=t0, _kafka_offset=2, v="only"),
+            row("j1", 0, t0, 1, "old"),
+            row("j1", 0, t0, 7, "newest: highest offset, from a host with a slow clock"),
+            row("j1", 0, t1, 5, "a newer clock, an earlier offset"),
+            row("j2", 1, t0, 2, "only"),
+            # a key in two partitions (the topic was re-partitioned): the clock, then the offset
+            row("j3", 0, t1, 3, "newest by time"),
+            row("j3", 1, t0, 9, "higher offset of another partition"),
         ]
     )
     out = {r.job_id: r.v for r in latest_per_key(df, "job_id").collect()}
-    assert out == {"j1": "new", "j2": "only"}
+    assert out == {"j1": "newest: highest offset, from a host with a slow clock", "j2": "only",
+                   "j3": "newest by time"}  # fmt: skip
 
 
 def test_benchmark_precedence_declared_then_reference(spark) -> None:

@@ -39,15 +39,30 @@ def valid_rows(validated: DataFrame) -> DataFrame:
 
 
 def latest_per_key(df: DataFrame, keys: str | Sequence[str]) -> DataFrame:
-    """Keep the newest record per key (by Kafka timestamp, then offset).
+    """Keep the newest record per key: the one with the highest Kafka offset.
 
-    A re-sent record has the same Kafka key and so lands in the same partition, after the first.
+    A re-sent record has the same Kafka key and so lands in the same partition, after the first:
+    the offset orders a key's records whatever the producers' clocks say (a correction sent from
+    a host with a slow clock is still the newer one). Only when a key's records lie in more than
+    one partition (the topic was re-partitioned, a producer sent without the key) does the Kafka
+    timestamp decide, then the offset.
     """
     keys = [keys] if isinstance(keys, str) else list(keys)
-    order = Window.partitionBy(*keys).orderBy(
-        F.col("_kafka_timestamp").desc(), F.col("_kafka_offset").desc()
+    by_key = Window.partitionBy(*keys)
+    spread = F.size(F.collect_set("_kafka_partition").over(by_key)) > 1
+    order = by_key.orderBy(
+        F.when(spread, F.col("_kafka_timestamp")).desc_nulls_last(), F.col("_kafka_offset").desc()
     )
     return df.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
+
+
+# The MERGE's "newer" condition, the same rule between a batch's record (s) and silver's row (t).
+NEWER_SQL = (
+    "(s._kafka_partition = t._kafka_partition AND s._kafka_offset > t._kafka_offset)"
+    " OR (NOT (s._kafka_partition <=> t._kafka_partition) AND (s._kafka_timestamp >"
+    " t._kafka_timestamp OR (s._kafka_timestamp = t._kafka_timestamp AND s._kafka_offset >"
+    " t._kafka_offset)))"
+)
 
 
 def with_content_hash(df: DataFrame, columns: Sequence[str]) -> DataFrame:

@@ -41,6 +41,7 @@ from gridlake.silver import jobs as jobs_tx
 from gridlake.silver import network as net_tx
 from gridlake.silver import nodes as nodes_tx
 from gridlake.silver.common import (
+    NEWER_SQL,
     latest_per_key,
     quarantine_rows,
     valid_rows,
@@ -154,6 +155,10 @@ class Output:
     table: Table
     keys: tuple[str, ...]
     rows: Callable[[DataFrame], DataFrame] = lambda df: df
+    # A key's partition can change: silver.jobs' week follows end_time, which is not part of the
+    # key, so a corrected end_time can move a job to another week. The MERGE then also reads the
+    # partitions where the batch's keys already are, and the table's uniqueness is checked.
+    moves: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,7 +209,7 @@ SPECS: dict[str, RefineSpec] = {
         jobs_tx.validate_jobs,
         _clean_jobs,
         SILVER_JOBS.keys,
-        (Output(SILVER_JOBS, SILVER_JOBS.keys),),
+        (Output(SILVER_JOBS, SILVER_JOBS.keys, moves=True),),
         QUARANTINE_JOBS,
     ),
     "nodes": RefineSpec(
@@ -250,25 +255,36 @@ class RefineStats:
 
 def _merge(
     spark: SparkSession, out: Output, rows: DataFrame, settings: Settings
-) -> tuple[int, int]:
-    target = DeltaTable.forPath(spark, out.table.path(settings))
+) -> tuple[int, int, list[str]]:
+    """MERGE a batch's rows into ``out.table``: (inserted, updated, partitions a key left).
+
+    Partition pruning: only the target partitions the batch touches are read, so the cost of a
+    batch does not grow with history (the batch's distinct partition values are few: dates or
+    weeks). Where a key's partition can change (``out.moves``), the partitions the batch's keys
+    are in now are found first (a semi-join on the key columns), so a re-sent job whose corrected
+    end_time moves it to another ISO week updates its row, which moves, instead of inserting a
+    second one."""
+    path = out.table.path(settings)
+    target = DeltaTable.forPath(spark, path)
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in out.keys)
-    # Partition pruning: only the target partitions the batch touches are read, so the cost of
-    # a batch does not grow with history. The batch's distinct partition values are few (dates
-    # or weeks). For silver.jobs the partition (week) derives from end_time, which is not part of
-    # the key: a re-sent record whose corrected end_time moves it to another ISO week would be
-    # inserted there; `gridlake maintain` reports such job_ids (see README, known limits).
+    left: list[str] = []
     for col in out.table.partition_by:
-        values = [r[0] for r in rows.select(col).distinct().collect() if r[0] is not None]
+        values = {r[0] for r in rows.select(col).distinct().collect() if r[0] is not None}
+        if out.moves:
+            where_now = (
+                spark.read.format("delta").load(path).select(*out.keys, col)
+                .join(rows.select(*out.keys, F.col(col).alias("_new")), list(out.keys))
+                .where(~F.col(col).eqNullSafe(F.col("_new")))
+                .select(col).distinct().collect()
+            )  # fmt: skip  # bounded: partitions (weeks)
+            left = sorted(r[0].isoformat() for r in where_now if r[0] is not None)
+            values |= {r[0] for r in where_now if r[0] is not None}
         if values:
             literals = ", ".join(f"DATE'{v.isoformat()}'" for v in sorted(values))
             on += f" AND t.`{col}` IN ({literals})"
-    # A matched row changes only for a newer record with different content: a re-sent copy (or
-    # a replayed batch) is absorbed without touching the row.
-    newer = (
-        "(s._kafka_timestamp > t._kafka_timestamp OR (s._kafka_timestamp = t._kafka_timestamp"
-        " AND s._kafka_offset > t._kafka_offset)) AND NOT (s._content_hash <=> t._content_hash)"
-    )
+    # A matched row changes only for a newer record (NEWER_SQL: the higher offset in the key's
+    # partition) with different content: a re-sent copy or a replayed batch changes nothing.
+    newer = f"({NEWER_SQL}) AND NOT (s._content_hash <=> t._content_hash)"
     (
         target.alias("t")
         .merge(rows.alias("s"), on)
@@ -278,9 +294,52 @@ def _merge(
     )
     row = target.history(1).select("operation", "operationMetrics").first()
     if row is None or row["operation"] != "MERGE":
-        return 0, 0
+        return 0, 0, left
     m = row["operationMetrics"] or {}
-    return int(m.get("numTargetRowsInserted", 0)), int(m.get("numTargetRowsUpdated", 0))
+    if out.moves:
+        _check_unique(spark, out, rows, settings)
+    return int(m.get("numTargetRowsInserted", 0)), int(m.get("numTargetRowsUpdated", 0)), left
+
+
+def _check_unique(spark: SparkSession, out: Output, rows: DataFrame, settings: Settings) -> None:
+    """After the MERGE: no key of the batch is in the table twice (where a key can move, the
+    MERGE alone does not guarantee it). Only the batch's keys can have become duplicates."""
+    keys = list(out.keys)
+    twice = (
+        spark.read.format("delta").load(out.table.path(settings)).select(*keys)
+        .join(rows.select(*keys).distinct(), keys, "left_semi")
+        .groupBy(*keys).count().where("count > 1")
+    )  # fmt: skip
+    first = twice.limit(1).collect()
+    if first:
+        raise QualityGateError(
+            f"unique_key({','.join(keys)}) on {out.table.full_name}: "
+            f"{', '.join(f'{k}={first[0][k]}' for k in keys)} is in the table "
+            f"{first[0]['count']} times after the batch's MERGE"
+        )
+
+
+def _drop_stale_features(
+    spark: SparkSession, rows: DataFrame, weeks: list[str], settings: Settings
+) -> None:
+    """A job that moved to another week leaves its node features under the old week: delete the
+    feature rows of the batch's jobs in ``weeks`` that silver.jobs no longer has there (the
+    feature refresh computes them for the new week, as for any job of the batch)."""
+    jobs = spark.read.format("delta").load(SILVER_JOBS.path(settings)).select("job_id", "week")
+    in_weeks = ", ".join(f"DATE'{w}'" for w in weeks)
+    stale = (
+        spark.read.format("delta").load(SILVER_JOB_NODE_FEATURES.path(settings))
+        .where(f"week IN ({in_weeks})").select("job_id", "week")
+        .join(rows.select("job_id"), "job_id", "left_semi")
+        .join(jobs, ["job_id", "week"], "left_anti")
+    )  # fmt: skip
+    on = f"t.job_id = s.job_id AND t.week = s.week AND t.week IN ({in_weeks})"
+    (
+        DeltaTable.forPath(spark, SILVER_JOB_NODE_FEATURES.path(settings)).alias("t")
+        .merge(stale.alias("s"), on)
+        .whenMatchedDelete()
+        .execute()
+    )  # fmt: skip
 
 
 def _append(df: DataFrame, table: Table, app: str, version: int, settings: Settings) -> None:
@@ -403,9 +462,13 @@ def process_batch(
             derived = out.rows(clean)
             content = [c for c in out.table.column_names if not c.startswith("_")]
             rows = out.table.conform(with_content_hash(derived, content))
-            ins, upd = _merge(spark, out, rows, settings)
+            ins, upd, left = _merge(spark, out, rows, settings)
             if n == 0:
                 inserted, updated = ins, upd
+            if left:
+                log.info("refine %s: keys moved out of %s %s", batch_id, out.table.full_name, left)
+                if out.table == SILVER_JOBS:
+                    _drop_stale_features(spark, rows, left, settings)
         audit = {
             "batch_id": batch_id,
             "input": spec.input,
