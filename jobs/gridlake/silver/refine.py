@@ -271,8 +271,9 @@ def _merge(
     for col in out.table.partition_by:
         values = {r[0] for r in rows.select(col).distinct().collect() if r[0] is not None}
         if out.moves:
+            existing = _in_key_range(spark.read.format("delta").load(path), rows, out.keys)
             where_now = (
-                spark.read.format("delta").load(path).select(*out.keys, col)
+                existing.select(*out.keys, col)
                 .join(rows.select(*out.keys, F.col(col).alias("_new")), list(out.keys))
                 .where(~F.col(col).eqNullSafe(F.col("_new")))
                 .select(col).distinct().collect()
@@ -301,12 +302,22 @@ def _merge(
     return int(m.get("numTargetRowsInserted", 0)), int(m.get("numTargetRowsUpdated", 0)), left
 
 
+def _in_key_range(table: DataFrame, rows: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """``table`` cut to the batch's key range (one key column): Delta skips the files whose
+    min/max statistics lie outside it, which bounds the lookup where keys grow with time."""
+    if len(keys) != 1:
+        return table
+    low, high = rows.agg(F.min(keys[0]), F.max(keys[0])).first()
+    return table.where(F.col(keys[0]).between(low, high))
+
+
 def _check_unique(spark: SparkSession, out: Output, rows: DataFrame, settings: Settings) -> None:
     """After the MERGE: no key of the batch is in the table twice (where a key can move, the
     MERGE alone does not guarantee it). Only the batch's keys can have become duplicates."""
     keys = list(out.keys)
+    table = spark.read.format("delta").load(out.table.path(settings))
     twice = (
-        spark.read.format("delta").load(out.table.path(settings)).select(*keys)
+        _in_key_range(table, rows, out.keys).select(*keys)
         .join(rows.select(*keys).distinct(), keys, "left_semi")
         .groupBy(*keys).count().where("count > 1")
     )  # fmt: skip
