@@ -116,3 +116,46 @@ def test_a_job_twice_in_the_table_stops_the_batch(spark, warehouse) -> None:
     with pytest.raises(QualityGateError, match=r"unique_key\(job_id\) on silver.jobs: job_id=d "
                        r"is in the table 2 times"):  # fmt: skip
         _batch(spark, warehouse, 1, [(_job("d", "2026-11-21"), 31, T0)])
+
+
+def test_a_reset_checkpoint_is_a_new_writer_and_loses_no_quarantine_or_audit(
+    spark, warehouse
+) -> None:
+    """refine through its stream; the checkpoint is then reset (deleted) and bronze has new
+    records, one of them bad: the new stream's batch 0 writes its audit row and quarantines the
+    bad record (with txnAppId constant per table, Delta skipped both as already written)."""
+    import shutil
+
+    from pyspark.sql import functions as F
+
+    from gridlake.catalog import BATCH_AUDIT, BRONZE, QUARANTINE_JOBS, SILVER_JOBS, ensure_all
+    from gridlake.silver.refine import refine
+
+    ensure_all(spark)  # the names stay on the session's warehouse; this test works by path
+    local = warehouse
+
+    def bronze(records: list[tuple[str, int]]) -> None:
+        rows = [(v, "grid.jobs", 0, off, T0) for v, off in records]
+        ddl = "value string, topic string, partition int, offset long, kafka_timestamp timestamp"
+        df = spark.createDataFrame(rows, ddl).select("*", F.lit(None).cast("string").alias("key"),
+                 F.current_timestamp().alias("ingested_at"),
+                 F.current_date().alias("ingest_date"))  # fmt: skip
+        BRONZE["jobs"].conform(df).write.format("delta").mode("append").save(
+            BRONZE["jobs"].path(local)
+        )
+
+    def count(t) -> int:
+        return spark.read.format("delta").load(t.path(local)).count()
+
+    bronze([(_job("e1", "2026-11-20"), 1), (_job("e2", "2026-11-20"), 2)])
+    refine(spark, "jobs", local)
+    assert (count(SILVER_JOBS), count(BATCH_AUDIT), count(QUARANTINE_JOBS)) == (2, 1, 0)
+
+    shutil.rmtree(f"{local.checkpoint_root}/silver_jobs")
+    bronze([(_job("e3", "2026-11-21"), 3), (json.dumps({**GOOD, "job_id": "e4", "cores": 0}), 4)])
+    refine(spark, "jobs", local)
+    assert count(SILVER_JOBS) == 3  # e1, e2 absorbed again, e3 new
+    audit = spark.read.format("delta").load(BATCH_AUDIT.path(local)).orderBy("finished_at")
+    assert [(r.bronze_rows, r.quarantined_rows) for r in audit.collect()] == [(2, 0), (4, 1)]
+    q = spark.read.format("delta").load(QUARANTINE_JOBS.path(local)).collect()
+    assert [json.loads(r.raw)["job_id"] for r in q] == ["e4"], q

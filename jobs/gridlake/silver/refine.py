@@ -16,8 +16,9 @@ checkpoint). Each micro-batch:
 4. ``silver.batch_audit`` records bronze_rows = clean_rows + duplicate_rows + quarantined_rows,
    and ``silver.quality_results`` every check's outcome.
 
-Appends carry Delta's idempotent-writer options (txnAppId, txnVersion = stream batch number), so
-a batch replayed after a crash writes nothing twice; the MERGEs are idempotent by construction.
+Appends carry Delta's idempotent-writer options (txnAppId = the checkpoint's query id,
+txnVersion = stream batch number), so a batch replayed after a crash writes nothing twice, and a
+reset checkpoint is a new writer; the MERGEs are idempotent by construction.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import statistics
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -370,6 +372,7 @@ def _record_checks(
     batch_id: str,
     batch_num: int,
     settings: Settings,
+    writer: str = APP_ID,
 ) -> None:
     if not results:
         return
@@ -390,7 +393,7 @@ def _record_checks(
         "severity string, success boolean, detail string"
     )
     df = spark.createDataFrame(rows, schema).withColumn("checked_at", F.current_timestamp())
-    _append(QUALITY_RESULTS.conform(df), QUALITY_RESULTS, f"{APP_ID}-{spec.input}-quality",
+    _append(QUALITY_RESULTS.conform(df), QUALITY_RESULTS, f"{writer}-{spec.input}-quality",
             batch_num, settings)  # fmt: skip
 
 
@@ -409,8 +412,10 @@ def process_batch(
     settings: Settings,
     stats: RefineStats,
     accept_volume_drop: bool = False,
+    writer: str = APP_ID,
 ) -> None:
-    """Refine one micro-batch of bronze rows (see the module docstring)."""
+    """Refine one micro-batch of bronze rows (see the module docstring). ``writer``: the
+    idempotent appends' application id (refine: one per checkpoint, see ``refine``)."""
     batch_id = f"{spec.input}-{batch_num}"
     validated = spec.validate(bronze).persist()
     q = clean = None
@@ -442,7 +447,7 @@ def process_batch(
         # Gate: the table's checks, then the batch-level breaker. Nothing written yet.
         gate(spec.main, clean, rows=clean_rows,
              record=lambda results: _record_checks(spark, results, spec, batch_id, batch_num,
-                                                   settings))  # fmt: skip
+                                                   settings, writer))  # fmt: skip
         share = quarantined / bronze_rows if bronze_rows else 0.0
         if bronze_rows >= BREAKER_MIN_ROWS and share > max_quarantine_share():
             raise QualityGateError(
@@ -467,7 +472,7 @@ def process_batch(
             )
 
         if quarantined:  # an empty append would still be a commit (of no files)
-            _append(q, spec.quarantine, f"{APP_ID}-{spec.input}-quarantine", batch_num, settings)
+            _append(q, spec.quarantine, f"{writer}-{spec.input}-quarantine", batch_num, settings)
         inserted = updated = 0
         for n, out in enumerate(spec.outputs):
             derived = out.rows(clean)
@@ -496,7 +501,7 @@ def process_batch(
         audit_df = spark.createDataFrame([audit], _AUDIT_DDL).withColumn(
             "finished_at", F.current_timestamp()
         )
-        _append(BATCH_AUDIT.conform(audit_df), BATCH_AUDIT, f"{APP_ID}-{spec.input}-audit",
+        _append(BATCH_AUDIT.conform(audit_df), BATCH_AUDIT, f"{writer}-{spec.input}-audit",
                 batch_num, settings)  # fmt: skip
         stats.batches += 1
         stats.bronze_rows += bronze_rows
@@ -527,20 +532,31 @@ def refine(
               BATCH_AUDIT, QUALITY_RESULTS):  # fmt: skip
         t.ensure(spark, settings)
     stats = RefineStats(input=input_name)
+    # The appends' application id names the checkpoint (its query id, kept in the checkpoint):
+    # a reset checkpoint is a new writer whose batch numbers start again at 0, and Delta would
+    # otherwise skip its quarantine, audit and quality appends as already written until the old
+    # batch number was passed. The first batch waits for the id (start() returns it).
+    started = threading.Event()
+    writer: dict[str, str] = {}
+
+    def run(df: DataFrame, n: int) -> None:
+        started.wait()
+        process_batch(spark, spec, df, n, settings, stats, accept_volume_drop, writer["id"])
+
     stream = (
         spark.readStream.format("delta")
         .option("maxFilesPerTrigger", "64")
         .load(BRONZE[input_name].path(settings))
     )
     query = (
-        stream.writeStream.foreachBatch(
-            lambda df, n: process_batch(spark, spec, df, n, settings, stats, accept_volume_drop)
-        )
+        stream.writeStream.foreachBatch(run)
         .option("checkpointLocation", f"{settings.checkpoint_root}/silver_{input_name}")
         .queryName(f"silver_{input_name}")
         .trigger(availableNow=True)
         .start()
     )
+    writer["id"] = f"{APP_ID}-{query.id}"
+    started.set()
     query.awaitTermination()
     return stats
 
