@@ -118,6 +118,21 @@ def test_a_job_twice_in_the_table_stops_the_batch(spark, warehouse) -> None:
         _batch(spark, warehouse, 1, [(_job("d", "2026-11-21"), 31, T0)])
 
 
+def _bronze(spark, local, records: list[tuple[str, int]]) -> None:
+    """Append (json, offset) records to bronze.jobs of the test's warehouse, as ingest would."""
+    from pyspark.sql import functions as F
+
+    from gridlake.catalog import BRONZE
+
+    rows = [(v, "grid.jobs", 0, off, T0) for v, off in records]
+    ddl = "value string, topic string, partition int, offset long, kafka_timestamp timestamp"
+    df = spark.createDataFrame(rows, ddl).select(
+        "*", F.lit(None).cast("string").alias("key"), F.current_timestamp().alias("ingested_at"),
+        F.current_date().alias("ingest_date"),
+    )  # fmt: skip
+    BRONZE["jobs"].conform(df).write.format("delta").mode("append").save(BRONZE["jobs"].path(local))
+
+
 def test_a_reset_checkpoint_is_a_new_writer_and_loses_no_quarantine_or_audit(
     spark, warehouse
 ) -> None:
@@ -126,23 +141,14 @@ def test_a_reset_checkpoint_is_a_new_writer_and_loses_no_quarantine_or_audit(
     bad record (with txnAppId constant per table, Delta skipped both as already written)."""
     import shutil
 
-    from pyspark.sql import functions as F
-
-    from gridlake.catalog import BATCH_AUDIT, BRONZE, QUARANTINE_JOBS, SILVER_JOBS, ensure_all
+    from gridlake.catalog import BATCH_AUDIT, QUARANTINE_JOBS, SILVER_JOBS, ensure_all
     from gridlake.silver.refine import refine
 
     ensure_all(spark)  # the names stay on the session's warehouse; this test works by path
     local = warehouse
 
     def bronze(records: list[tuple[str, int]]) -> None:
-        rows = [(v, "grid.jobs", 0, off, T0) for v, off in records]
-        ddl = "value string, topic string, partition int, offset long, kafka_timestamp timestamp"
-        df = spark.createDataFrame(rows, ddl).select("*", F.lit(None).cast("string").alias("key"),
-                 F.current_timestamp().alias("ingested_at"),
-                 F.current_date().alias("ingest_date"))  # fmt: skip
-        BRONZE["jobs"].conform(df).write.format("delta").mode("append").save(
-            BRONZE["jobs"].path(local)
-        )
+        _bronze(spark, local, records)
 
     def count(t) -> int:
         return spark.read.format("delta").load(t.path(local)).count()
@@ -159,3 +165,38 @@ def test_a_reset_checkpoint_is_a_new_writer_and_loses_no_quarantine_or_audit(
     assert [(r.bronze_rows, r.quarantined_rows) for r in audit.collect()] == [(2, 0), (4, 1)]
     q = spark.read.format("delta").load(QUARANTINE_JOBS.path(local)).collect()
     assert [json.loads(r.raw)["job_id"] for r in q] == ["e4"], q
+
+
+def test_vacuum_keeps_what_a_stalled_refine_still_has_to_read(spark, warehouse) -> None:
+    """A refine stream that stopped (a refused batch waits for an operator) resumes from the
+    bronze version in its checkpoint: VACUUM of bronze keeps every version since, however long
+    ago, and says why; other tables keep the asked retention."""
+    from datetime import timedelta
+
+    from delta.tables import DeltaTable
+
+    from gridlake.catalog import BRONZE, SILVER_JOBS, ensure_all
+    from gridlake.ops.maintain import stream_retention, stream_start_version
+    from gridlake.silver.refine import refine
+
+    ensure_all(spark)  # the names stay on the session's warehouse; this test works by path
+    local = warehouse
+    checkpoint = f"{local.checkpoint_root}/silver_jobs"
+    assert stream_start_version(spark, checkpoint) is None  # no stream yet
+    _bronze(spark, local, [(_job("v1", "2026-11-20"), 1)])
+    refine(spark, "jobs", local)
+    read = DeltaTable.forPath(spark, BRONZE["jobs"].path(local)).history(1).first()["version"]
+    assert stream_start_version(spark, checkpoint) == read + 1  # caught up: the next version
+    # nothing committed since: nothing old to keep
+    assert stream_retention(spark, BRONZE["jobs"], 168, local) == (168, "")
+    _bronze(spark, local, [(_job("v2", "2026-11-20"), 2)])  # not refined: the stream waits
+    unread = DeltaTable.forPath(spark, BRONZE["jobs"].path(local)).history(1).first()
+    assert unread["version"] == read + 1 and stream_start_version(spark, checkpoint) == read + 1
+    since = unread["timestamp"]
+    fresh, why = stream_retention(spark, BRONZE["jobs"], 168, local, now=since + timedelta(days=2))
+    assert (fresh, why) == (168, "")
+    hours, why = stream_retention(spark, BRONZE["jobs"], 168, local, now=since + timedelta(days=30))
+    assert hours == pytest.approx(30 * 24 + 24, abs=0.1)
+    assert f"refine stream still reads from version {read + 1}" in why
+    silver = stream_retention(spark, SILVER_JOBS, 168, local, now=since + timedelta(days=30))
+    assert silver == (168, "")

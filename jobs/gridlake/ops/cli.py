@@ -226,6 +226,8 @@ def cmd_maintain(args: argparse.Namespace) -> int:
                 print(f"{r.table}: FAILED {r.error}", file=sys.stderr)
             else:
                 mode = f", VACUUM {r.vacuum_mode.upper()}" if r.vacuum_mode else ""
+                if r.retained_for:
+                    mode += f" keeping {r.retained_hours:.0f} h: {r.retained_for}"
                 print(
                     f"{r.table}: {r.files_before} -> {r.files_after} files "
                     f"({r.files_compacted} compacted, {r.files_vacuumed} vacuumed{mode}; "

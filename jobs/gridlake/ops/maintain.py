@@ -7,7 +7,10 @@
   by a version younger than the retention are deleted, so time travel keeps working for a week
   (``VERSION AS OF`` / ``TIMESTAMP AS OF`` back to seven days) and a stream or reader that
   started within the retention never loses a file under it. A shorter retention is refused here,
-  on top of Delta's own ``retentionDurationCheck``.
+  on top of Delta's own ``retentionDurationCheck``. A bronze table keeps, beyond that, every
+  version its refine stream still has to read: a refine stalled by a refused batch (which waits
+  for an operator) resumes from the offset in its checkpoint, and VACUUM must not delete the
+  files of the versions between it and now (``stream_retention``).
 
 Tables are maintained one at a time; each gets its own line of figures. A table's failure is
 reported and the others still run; the command then exits non-zero (Airflow retries the task).
@@ -19,7 +22,7 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 from pyspark.sql import SparkSession
 
@@ -41,6 +44,8 @@ class MaintenanceResult:
     files_compacted: int = 0  # small files OPTIMIZE replaced
     files_vacuumed: int = 0  # unreferenced files VACUUM deleted
     vacuum_mode: str = ""  # "lite" (from the Delta log) or "full" (listing the table's folder)
+    retained_hours: float = 0.0  # the retention VACUUM ran with (longer for a stalled stream)
+    retained_for: str = ""  # why longer than asked: the stream and the version it still needs
     error: str | None = None
 
 
@@ -98,6 +103,80 @@ def _vacuum(spark: SparkSession, path: str, retain_hours: float, mode: str = "li
     return "full"
 
 
+def _checkpoint_files(spark: SparkSession, folder: str) -> dict[int, str]:
+    """{batch number: path} of a streaming checkpoint's sub-folder (offsets/ or commits/), on
+    any file system Hadoop reads (local, HDFS, S3A)."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(folder)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(path):
+        return {}
+    out = {}
+    for status in fs.listStatus(path):
+        name = status.getPath().getName()
+        if name.isdigit():
+            out[int(name)] = status.getPath().toString()
+    return out
+
+
+def stream_start_version(spark: SparkSession, checkpoint: str) -> int | None:
+    """The first version of its Delta source a stream's checkpoint has not read to its end: where
+    its next batch starts (the end offset of its last committed batch, Delta's
+    ``reservoirVersion``; 0 when no batch was committed yet). The files added from that version
+    on must stay. None when there is no checkpoint (no stream to protect)."""
+    offsets = _checkpoint_files(spark, f"{checkpoint}/offsets")
+    if not offsets:
+        return None
+    commits = _checkpoint_files(spark, f"{checkpoint}/commits")
+    done = [n for n in commits if n in offsets]
+    if not done:
+        return 0
+    lines = spark.sparkContext.textFile(offsets[max(done)]).collect()  # a 3-line file
+    for line in lines:
+        if '"reservoirVersion"' in line:
+            import json
+
+            return int(json.loads(line)["reservoirVersion"])
+    return 0
+
+
+def stream_retention(
+    spark: SparkSession,
+    table: Table,
+    retain_hours: float,
+    settings: Settings,
+    now: datetime | None = None,
+) -> tuple[float, str]:
+    """The retention VACUUM of ``table`` needs: ``retain_hours``, or, for a bronze table whose
+    refine stream still has to read a version older than that, the hours back to that version's
+    commit plus a day; and why (empty when not extended)."""
+    from delta.tables import DeltaTable
+
+    if table.database != "bronze":
+        return retain_hours, ""
+    checkpoint = f"{settings.checkpoint_root}/silver_{table.name}"
+    version = stream_start_version(spark, checkpoint)
+    if version is None:
+        return retain_hours, ""
+    # The files the stream has yet to read were added at or after that version's commit, so
+    # removed (by OPTIMIZE) after it: a retention back to that commit keeps them all.
+    row = (
+        DeltaTable.forPath(spark, table.path(settings)).history()
+        .where(f"version >= {version}").orderBy("version")
+        .select("version", "timestamp").limit(1).collect()
+    )  # fmt: skip
+    if not row:  # nothing committed since the stream's last batch: it needs no old file
+        return retain_hours, ""
+    since = row[0]["timestamp"]
+    now = now or datetime.now()
+    needed = (now - since).total_seconds() / 3600 + 24
+    if needed <= retain_hours:
+        return retain_hours, ""
+    why = (f"silver_{table.name} refine stream still reads from version {version} of "
+           f"{since:%Y-%m-%d %H:%M}")  # fmt: skip
+    return round(needed, 1), why
+
+
 def maintain(
     spark: SparkSession,
     tables: Sequence[Table] | None = None,
@@ -128,7 +207,12 @@ def maintain(
                 row = metrics.select("metrics.numFilesRemoved").first()
                 result.files_compacted = int(row[0] or 0) if row else 0
             if vacuum:
-                result.vacuum_mode = _vacuum(spark, path, retain_hours, mode)
+                hours, why = stream_retention(spark, table, retain_hours, settings)
+                if why:
+                    log.warning("VACUUM of %s keeps %.1f h instead of %.1f h: %s",
+                                table.full_name, hours, retain_hours, why)  # fmt: skip
+                result.retained_hours, result.retained_for = hours, why
+                result.vacuum_mode = _vacuum(spark, path, hours, mode)
                 result.files_vacuumed = _last_metric(spark, path, "VACUUM END",
                                                      "numDeletedFiles")  # fmt: skip
             result.files_after = _file_count(spark, path)
