@@ -90,6 +90,17 @@ def test_a_resent_job_moved_to_another_week_keeps_one_row(spark, warehouse) -> N
                                                 ("b", W47, "2026-11-20T10:10:00")]  # fmt: skip
 
 
+def test_a_record_sent_after_the_row_was_refined_wins_at_a_lower_offset(spark, warehouse) -> None:
+    """The topic was recreated (its offsets began again): a job re-sent after silver refined
+    its row arrives at a lower offset, but its Kafka time is after the row's refinement."""
+    from gridlake.catalog import SILVER_JOBS
+
+    _batch(spark, warehouse, 0, [(_job("f", "2026-11-20"), 500, T0)])
+    later = datetime.now() + timedelta(minutes=5)  # sent after the row was refined
+    _batch(spark, warehouse, 1, [(_job("f", "2026-11-21"), 3, later)])
+    assert _rows(spark, warehouse, SILVER_JOBS) == [("f", W47, "2026-11-21T10:10:00")]
+
+
 def test_within_a_batch_the_higher_offset_wins_whatever_the_clocks(spark, warehouse) -> None:
     from gridlake.catalog import SILVER_JOBS
 

@@ -56,9 +56,14 @@ def latest_per_key(df: DataFrame, keys: str | Sequence[str]) -> DataFrame:
     return df.withColumn("_rank", F.row_number().over(order)).filter("_rank = 1").drop("_rank")
 
 
-# The MERGE's "newer" condition, the same rule between a batch's record (s) and silver's row (t).
+# The MERGE's "newer" condition between a batch's record (s) and silver's row (t): the higher
+# offset in the key's partition (the same rule as ``latest_per_key``); or a record produced after
+# the row was refined (its Kafka timestamp later than ``_refined_at``): a send that came after, even
+# at a lower offset (the topic was recreated and its offsets began again); across partitions the
+# Kafka timestamp, then the offset. A replay of an old record is none of these.
 NEWER_SQL = (
     "(s._kafka_partition = t._kafka_partition AND s._kafka_offset > t._kafka_offset)"
+    " OR s._kafka_timestamp > t._refined_at"
     " OR (NOT (s._kafka_partition <=> t._kafka_partition) AND (s._kafka_timestamp >"
     " t._kafka_timestamp OR (s._kafka_timestamp = t._kafka_timestamp AND s._kafka_offset >"
     " t._kafka_offset)))"
