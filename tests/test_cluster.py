@@ -442,9 +442,9 @@ def _gold_fingerprint(table: str) -> str:
     return q.stdout.strip().splitlines()[-1]
 
 
-def _executors_running_tasks() -> list[tuple[int, Path]]:
-    """(pid, container log folder) of every Spark executor of this cluster whose log says it is
-    running a task."""
+def _executors_running_tasks(app_id: str) -> list[tuple[int, Path]]:
+    """(pid, container log folder) of every Spark executor of YARN application ``app_id`` whose
+    log says it is running a task (not the Thrift Server's: it runs tasks for Superset too)."""
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
@@ -453,6 +453,8 @@ def _executors_running_tasks() -> list[tuple[int, Path]]:
             continue
         # The executor's JVM itself (not the bash -c of YARN's launch script around it).
         if not argv[0].endswith("java") or not any("YarnCoarseGrained" in a for a in argv):
+            continue
+        if app_id not in argv:  # the executor's arguments: --app-id application_...
             continue
         logdir = next(
             (
@@ -472,7 +474,7 @@ def _executors_running_tasks() -> list[tuple[int, Path]]:
     return found
 
 
-def test_an_executor_killed_mid_analyze_gives_the_same_gold(initialized: Path) -> None:
+def test_an_executor_killed_mid_analyze_gives_the_same_gold(demo_week: Path) -> None:
     """SIGKILL a YARN container's executor while it runs a task of `gridlake analyze`: Spark
     retries the lost tasks on another executor, the command succeeds, and the gold table is the
     same, row for row, as the undisturbed run's."""
@@ -492,9 +494,16 @@ def test_an_executor_killed_mid_analyze_gives_the_same_gold(initialized: Path) -
     killed: list[int] = []
     stop = threading.Event()
 
+    def analyze_app() -> str | None:
+        apps = _get(f"{RM_WEB}/ws/v1/cluster/apps?states=RUNNING").get("apps") or {}
+        ids = [a["id"] for a in apps.get("app", []) if a["name"] == "gridlake-analyze"]
+        return ids[0] if ids else None
+
     def killer() -> None:
+        app = None
         while not stop.is_set() and not killed:
-            for pid, _ in _executors_running_tasks():
+            app = app or analyze_app()
+            for pid, _ in _executors_running_tasks(app) if app else []:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
                 break

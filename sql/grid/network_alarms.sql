@@ -9,7 +9,7 @@ CREATE OR REPLACE VIEW grid.network_alarms (
   `start_ts` COMMENT 'First observation of the problem (UTC)',
   `end_ts` COMMENT 'End of the problem: recovery or last observation (UTC)',
   `value` COMMENT 'Headline figure: loss fraction, throughput ratio to baseline, minimum delay ms, drift ms/day or extra delay ms',
-  `evidence` COMMENT 'Supporting figures (JSON)'
+  `evidence` COMMENT 'Supporting figures (JSON; floats to 6 decimals)'
 )
 COMMENT 'Network alarms from perfSONAR: complete loss, loss above 2 %, throughput drops and rises, clock problems (negative delays, drifting minimum delay) and recurring weekend latency spikes on every incoming link of a site. Grain: one row per alarm: path (or destination site), kind and start.'
 AS SELECT `kind`,
