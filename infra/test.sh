@@ -6,9 +6,9 @@
 # (Temporary files: $GRIDLAKE_HOME/pytest-<shard>, outside the instances' state, which a session wipes.)
 # After the grid shard, in its lane, the demo test (tests/test_demo.py, `make demo` cold, warm, its
 # dashboards, `make down` on the demo-ci instance) when GRIDLAKE_TEST_DEMO is `short` (make test:
-# 1 week, 4,000 jobs) or `full` (the shipped demo); `off` (the default here) skips it. Its
-# dashboards are timed once the warehouse shard has ended (they compete with the scheduled DAGs
-# then, not with the other shard).
+# 1 week, 4,000 jobs) or `full` (the shipped demo); `off` (the default here) skips it. In the
+# full form its dashboards are timed once the warehouse shard has ended (they compete with the
+# scheduled DAGs then, not with the other shard); the short form does not wait.
 # Usage: bash infra/test.sh [pytest args...]   (a marker expression comes from PYTEST_MARK)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,12 @@ case "${GRIDLAKE_TEST_DEMO:-off}" in
     echo "[test] the demo test (${GRIDLAKE_TEST_DEMO} form), after the grid shard:"
     size=()
     [ "$GRIDLAKE_TEST_DEMO" = short ] && size=(GRIDLAKE_TEST_DEMO_WEEKS=1 GRIDLAKE_TEST_DEMO_JOBS=4000)
-    env "${size[@]}" GRIDLAKE_TEST_QUIET_AFTER_PID="$warehouse" GRIDLAKE_TEST_INSTANCE=test-demo \
+    # The full form times its dashboards once the warehouse shard has ended (the 10 s budget is
+    # asserted there); the short form records their times under the suite's load, without
+    # waiting (waiting made the two lanes one: CI 2,181 s against 1,910 s estimated without).
+    quiet=()
+    [ "$GRIDLAKE_TEST_DEMO" = full ] && quiet=(GRIDLAKE_TEST_QUIET_AFTER_PID="$warehouse")
+    env "${size[@]}" "${quiet[@]}" GRIDLAKE_TEST_INSTANCE=test-demo \
       GRIDLAKE_PORT_OFFSET=200 "$pytest" -m demo --basetemp="$GRIDLAKE_HOME/pytest-demo" "$@" \
       tests/test_demo.py
     demo_rc=$?
