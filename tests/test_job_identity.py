@@ -25,12 +25,12 @@ def _job(job_id: str, day: str, **kw) -> str:
                        "wall_seconds": 7200, **kw})  # fmt: skip
 
 
-@pytest.fixture
-def warehouse(spark, settings, tmp_path):
+def _make_warehouse(spark, settings, root):
+    """Empty silver tables (and the refine's logs) of a warehouse of the test's own."""
     from gridlake.catalog import BATCH_AUDIT, QUALITY_RESULTS, QUARANTINE_JOBS, SILVER_JOBS
     from gridlake.catalog import SILVER_JOB_NODE_FEATURES as FEATURES
 
-    local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
+    local = dataclasses.replace(settings, storage_root=str(root))
     for t in (SILVER_JOBS, QUARANTINE_JOBS, BATCH_AUDIT, QUALITY_RESULTS, FEATURES):
         ddl = ", ".join(f"`{c.name}` {c.ddl_type}" for c in t.columns)
         writer = spark.createDataFrame([], ddl).write.format("delta")
@@ -38,6 +38,11 @@ def warehouse(spark, settings, tmp_path):
             writer = writer.partitionBy(*t.partition_by)
         writer.save(t.path(local))
     return local
+
+
+@pytest.fixture
+def warehouse(spark, settings, tmp_path):
+    return _make_warehouse(spark, settings, tmp_path / "warehouse")
 
 
 def _batch(spark, local, n: int, records: list[tuple[str, int, datetime]]) -> None:
@@ -127,6 +132,55 @@ def test_a_job_twice_in_the_table_stops_the_batch(spark, warehouse) -> None:
     with pytest.raises(QualityGateError, match=r"unique_key\(job_id\) on silver.jobs: job_id=d "
                        r"is in the table 2 times"):  # fmt: skip
         _batch(spark, warehouse, 1, [(_job("d", "2026-11-21"), 31, T0)])
+
+
+def test_resends_leave_silver_and_gold_as_one_clean_send(spark, settings, tmp_path) -> None:
+    """Acceptance 2: a job re-sent moved to another week, a correction from a host with a slow
+    clock and an identical re-send leave silver.jobs (its content) and the gold tables built from
+    it exactly as one clean send of the final records would."""
+    import dataclasses as dc
+
+    from gridlake.catalog import SILVER_JOBS
+    from gridlake.gold.analyze import gold_frames, gold_tables
+    from gridlake.ops.compare import differences
+
+    clean = _make_warehouse(spark, settings, tmp_path / "clean")
+    noisy = _make_warehouse(spark, settings, tmp_path / "noisy")
+    final = {
+        "g": _job("g", "2026-11-24", cpu_user_seconds=30000),  # moved from W47 to W48
+        "h": _job("h", "2026-11-18"),  # re-sent unchanged
+        "i": _job("i", "2026-11-19", cpu_user_seconds=20000, site="T"),  # corrected
+        "j": _job("j", "2026-11-25", site="T"),
+    }
+    _batch(spark, clean, 0, [(v, n, T0) for n, v in enumerate(final.values())])
+    slow = T0 - timedelta(hours=3)
+    _batch(
+        spark,
+        noisy,
+        0,
+        [
+            (_job("g", "2026-11-20"), 0, T0),
+            (final["h"], 1, T0),
+            (_job("i", "2026-11-19", site="T"), 2, T0),
+            (final["j"], 3, T0),
+        ],
+    )
+    _batch(spark, noisy, 1, [(final["g"], 4, slow), (final["h"], 5, T0 + timedelta(hours=1)),
+                             (final["i"], 6, slow)])  # fmt: skip
+    read = lambda w: spark.read.format("delta").load(SILVER_JOBS.path(w))  # noqa: E731
+    content = dc.replace(
+        SILVER_JOBS, columns=tuple(c for c in SILVER_JOBS.columns if not c.name.startswith("_"))
+    )
+    assert differences(read(clean), read(noisy), content).count() == 0
+    assert read(noisy).count() == 4
+    defs = {t.full_name: t for t in gold_tables()}
+    for group in ("site_efficiency", "efficiency"):
+        ours, theirs = gold_frames(read(clean), group), gold_frames(read(noisy), group)
+        for name, df in ours.items():
+            if name.endswith("efficiency_weekly"):  # the week and site tables hold the jobs
+                assert df.count() > 0, name
+            bad = differences(df, theirs[name], defs[name]).limit(3).collect()
+            assert not bad, (name, bad)
 
 
 def _bronze(spark, local, records: list[tuple[str, int]]) -> None:
