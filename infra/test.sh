@@ -43,6 +43,8 @@ case "${GRIDLAKE_TEST_DEMO:-off}" in
       GRIDLAKE_PORT_OFFSET=200 "$pytest" -m demo --basetemp="$GRIDLAKE_HOME/pytest-demo" "$@" \
       tests/test_demo.py
     demo_rc=$?
+    # its figures (cold, warm, each step of each, the dashboards): where the lane's time went
+    cat "$GRIDLAKE_HOME/bench-results/results-demo.json" 2>/dev/null
     ;;
   *) echo "[test] GRIDLAKE_TEST_DEMO=$GRIDLAKE_TEST_DEMO: one of off, short, full" >&2; demo_rc=2 ;;
 esac
