@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from gridlake.settings import get_settings
+
 from .airflow_helpers import airflow_sh, finished_run, task_states
 
 REPO = Path(__file__).resolve().parent.parent
@@ -266,6 +268,8 @@ def test_failed_quality_gate_fails_its_task_with_the_reason(tmp_path):
         "refine jobs FAILED: quality gate failed for silver.jobs: not_null(site) unexpected_count=3"
     )
     cli, calls = fake_cli(tmp_path, fail="refine --inputs jobs", message=reason)
+    pending = get_settings().state / "alerts" / "pending.jsonl"
+    pending.unlink(missing_ok=True)
     result = airflow_sh(
         "dags-test", "grid_ingest", "2025-01-13",
         env={"GRIDLAKE_CLI": str(cli), "GRIDLAKE_RETRY_DELAY_SECONDS": "1"}, timeout=300,
@@ -279,6 +283,15 @@ def test_failed_quality_gate_fails_its_task_with_the_reason(tmp_path):
     states = task_states("grid_ingest", run_id)
     assert states["refine_jobs"] == "failed"
     assert states["refine_nodes"] == states["refine_network"] == "success"
+    # The failure callback, once, after the last retry: one alert line in the instance's pending
+    # file (0600), then a flush through the CLI (the stand-in here: the line stays pending).
+    alerts = [json.loads(line) for line in pending.read_text().splitlines()]
+    assert [(a["kind"], a["subject"], a["run_id"], a["try_number"]) for a in alerts] == [
+        ("task_failed", "grid_ingest.refine_jobs", run_id, 3)
+    ]
+    assert pending.stat().st_mode & 0o077 == 0
+    assert alerts[0]["log"].endswith("task_id=refine_jobs/attempt=3.log")
+    assert calls.read_text().splitlines().count("alerts --flush --limit 0") == 1
 
 
 @pytest.mark.slow

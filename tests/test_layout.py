@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "contracts": 0,
     "quality": 0,
     "reference": 0,
+    "alerts": 0,
     "sources": 1,
     "bronze": 2,
     "silver": 3,

@@ -268,13 +268,13 @@ def test_a_duplicate_gold_key_fails_analyze_and_keeps_the_previous_version(
 
 
 def test_the_metastore_holds_exactly_the_catalog(spark, gold_demo) -> None:
-    """Every table of the bronze, silver and gold databases comes from the catalog, and every
+    """Every table of the bronze, silver, gold and ops databases comes from the catalog, and every
     catalog table is in the metastore, at the location its declaration gives."""
     from gridlake.catalog import ALL_TABLES
 
     found = {
         f"{db}.{t.name}"
-        for db in ("bronze", "silver", "gold")
+        for db in ("bronze", "silver", "gold", "ops")
         for t in spark.catalog.listTables(db)
         if not t.isTemporary
     }

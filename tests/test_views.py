@@ -18,7 +18,7 @@ def test_view_files_are_current() -> None:
 def test_every_silver_and_gold_table_has_a_view_without_lineage() -> None:
     names = [view_name(t) for t in view_sources()]
     assert len(names) == len(set(names))  # one namespace: no silver and gold table share a name
-    assert {t.database for t in view_sources()} == {"silver", "gold"}
+    assert {t.database for t in view_sources()} == {"silver", "gold", "ops"}
     for t in view_sources():
         cols = [c.name for c in view_columns(t)]
         assert not [c for c in cols if c.startswith("_")], t.full_name

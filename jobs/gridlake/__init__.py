@@ -5,8 +5,8 @@ lower ones (``tests/test_layout.py`` checks it, and that no import cycle exists)
 
 0. core, at the top of the package: ``settings`` (the one switch between local and cluster),
    ``spark`` (the session), ``tabledef`` (Table, Column, Check), ``contracts`` (the record
-   schemas of ``schemas/``), ``quality`` (checks and the gate), and ``reference`` (the CPU
-   model table);
+   schemas of ``schemas/``), ``quality`` (checks and the gate), ``reference`` (the CPU
+   model table) and ``alerts`` (``ops.alerts``: what failed and needs a person);
 1. ``sources``: adapters of accounting, batch-system, node and network formats to the canonical
    records, the simulator and the demo week, and the producers (``publish``, ``agent``);
 2. ``bronze``: Kafka -> bronze tables;

@@ -3,11 +3,12 @@
 Each table is declared once, beside the code that builds it: bronze in ``gridlake.bronze.tables``,
 silver (with its quarantines, the refine gate's quality results and batch audit) in
 ``gridlake.silver.tables``, gold in its family's module under ``gridlake.gold`` (the groups of
-``gridlake.gold.analyze``). A declaration (``gridlake.tabledef.Table``) holds the layer, name,
-grain, columns with comments, partitioning and checks; jobs write ``df.select(*table.column_names)``
-into it, the metastore DDL comes from it (``ensure``), and ``gridlake sql "DESCRIBE ..."`` shows
-the comments. Everything that lists tables (metastore set-up, views, docs, maintenance) reads
-``ALL_TABLES`` here. Layers only read downwards: bronze <- Kafka, silver <- bronze, gold <- silver.
+``gridlake.gold.analyze``), the operations' own (``ops.alerts``) in ``gridlake.alerts``. A
+declaration (``gridlake.tabledef.Table``) holds the layer, name, grain, columns with comments,
+partitioning and checks; jobs write ``df.select(*table.column_names)`` into it, the metastore DDL
+comes from it (``ensure``), and ``gridlake sql "DESCRIBE ..."`` shows the comments. Everything
+that lists tables (metastore set-up, views, docs, maintenance) reads ``ALL_TABLES`` here. Layers
+only read downwards: bronze <- Kafka, silver <- bronze, gold <- silver.
 
 The catalog sits above gold in the layering (it imports every family); bronze, silver and gold
 code import their own declarations, never this module.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from gridlake.alerts import TABLES as OPS_TABLES
 from gridlake.bronze.tables import BRONZE
 from gridlake.bronze.tables import TABLES as BRONZE_TABLES
 from gridlake.gold.analyze import gold_tables
@@ -37,7 +39,7 @@ __all__ = [
     "ensure_all",
 ]
 
-ALL_TABLES: tuple[Table, ...] = (*BRONZE_TABLES, *SILVER_TABLES, *gold_tables())
+ALL_TABLES: tuple[Table, ...] = (*BRONZE_TABLES, *SILVER_TABLES, *gold_tables(), *OPS_TABLES)
 
 
 def by_name(full_name: str) -> Table:

@@ -7,6 +7,9 @@ Stages (``--only`` picks some):
   and the simulator's peak memory at both (it streams: memory must stay flat).
 - ``publish``: ``gridlake publish`` rate against Kafka's own ``ProducerPerformance`` tool sending
   the same payloads with the same producer settings, ratio (target >= 0.7).
+- ``ingest``: ``gridlake ingest`` (Kafka -> bronze, Structured Streaming into Delta, exactly
+  once) records/s against Kafka's own ``ConsumerPerformance`` (kafka-consumer-perf-test) reading
+  the same topic on the same broker in the same run, ratio (target >= 0.8).
 - ``agent``: the node agent's overhead measured as seed 004 measures a collector: a CPU-bound
   workload run repeatedly without and with the agent sampling every 10 s (blocks ABAB), mean and
   standard deviation of each, ratio to baseline (target < 1%).
@@ -17,6 +20,9 @@ Stages (``--only`` picks some):
 - ``gold``: every gold table of the efficiency issue, and the CPU speed-factor fit, on a grid of
   N jobs and one of 10 N (hundreds of CPU models, tens of thousands of tasks): wall time, fit
   iterations, ratio (targets < 8x and < 10x), peak driver memory (speed factors: flat).
+- ``spark-vs-duckdb``: gold.site_efficiency_weekly and gold.cpu_model_efficiency computed by
+  Spark's transforms from a silver.jobs Delta table of 10 N jobs, against the same SQL in DuckDB
+  over the table's Parquet files (same rows checked first), warm runs, ratio (target <= 3).
 - ``network``: a simulated day and week of one-minute perfSONAR latency results between all
   directed pairs of S sites (full: 100 sites, 9,900 paths, ~100 M results a week): bronze ->
   silver refine, then gold.network_link_status and gold.network_cost_matrix; wall time, peak
@@ -189,6 +195,79 @@ def bench_publish(scale: Scale, work: Path) -> dict[str, Any]:
         "kafka_producer_performance_msg_per_s": round(reference),
         "ratio": round(ours / reference, 3),
         "target": ">= 0.7",
+    }
+
+
+def _consumer_performance(topic: str, n: int) -> dict[str, float]:
+    """Kafka's own consumer tool reading the first ``n`` records of ``topic`` (a new group, from
+    the earliest offset): its records/s overall and while fetching."""
+    settings = get_settings()
+    libs = settings.home / "kafka" / "libs"
+    cmd = [
+        "java", "-cp", f"{libs}/*", "org.apache.kafka.tools.ConsumerPerformance",
+        "--bootstrap-server", settings.kafka_bootstrap, "--topic", topic,
+        "--messages", str(n), "--group", f"bench-consumer-perf-{time.time_ns()}",
+        "--timeout", "120000",
+    ]  # fmt: skip
+    text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    header = next((i for i, ln in enumerate(lines) if ln.startswith("start.time")), None)
+    if header is None or header + 1 >= len(lines):
+        raise RuntimeError(f"ConsumerPerformance printed no summary:\n{text[-2000:]}")
+    row = dict(zip((h.strip() for h in lines[header].split(",")),
+                   (v.strip() for v in lines[header + 1].split(",")), strict=False))  # fmt: skip
+    return {
+        "records": float(row["data.consumed.in.nMsg"]),
+        "records_per_s": float(row["nMsg.sec"]),
+        "fetch_records_per_s": float(row["fetch.nMsg.sec"]),
+    }
+
+
+def bench_ingest(scale: Scale, work: Path) -> dict[str, Any]:
+    """``gridlake ingest`` (Kafka -> bronze.jobs, Structured Streaming into Delta, exactly once)
+    against Kafka's ConsumerPerformance reading the same topic on the same broker: records/s of
+    each, ratio (target >= 0.8)."""
+    from gridlake.bronze.ingest import ingest
+    from gridlake.settings import TOPICS
+    from gridlake.sources.publish import publish_files
+
+    sim = work / "sim-small" / "jobs.jsonl"
+    if not sim.exists():
+        _simulate(work / "sim-small", max(scale.sim_jobs // 10, 10_000), 7, date(2026, 9, 7))
+    lines = [x for x in sim.read_text().splitlines() if x.strip()]
+    payload = work / "ingest.jsonl"
+    n = scale.publish_records
+    with payload.open("w") as fh:
+        for i in range(n):
+            fh.write(lines[i % len(lines)] + "\n")
+    report = publish_files("grid.jobs", [payload], progress=False)
+    assert report.ok, report.problems[:5]
+    spark = _spark()
+    topic_records = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", get_settings().kafka_bootstrap)
+        .option("subscribe", TOPICS["jobs"])
+        .load()
+        .count()
+    )  # the publish stage may have run before
+    reference = _consumer_performance(TOPICS["jobs"], topic_records)
+    t0 = time.perf_counter()
+    results = ingest(spark, ("jobs",))
+    seconds = time.perf_counter() - t0
+    rows = sum(r.rows for r in results)
+    if rows != topic_records:
+        raise RuntimeError(f"ingest wrote {rows} bronze rows for {topic_records} records")
+    ours = rows / seconds
+    spark.stop()
+    return {
+        "records": rows,
+        "gridlake_ingest_records_per_s": round(ours),
+        "gridlake_ingest_seconds": round(seconds, 1),
+        "kafka_consumer_perf_test_records_per_s": round(reference["records_per_s"]),
+        "kafka_consumer_perf_test_fetch_records_per_s": round(reference["fetch_records_per_s"]),
+        "ratio_vs_consumer_perf_test": round(ours / reference["records_per_s"], 3),
+        "target": ">= 0.8",
+        "met": ours / reference["records_per_s"] >= 0.8,
     }
 
 
@@ -456,6 +535,159 @@ def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
     return out
 
 
+# The two gold tables of the spark-vs-duckdb stage in DuckDB's SQL, written from the Spark
+# transforms (gridlake.gold.site_efficiency.efficiency_measures and
+# gridlake.gold.efficiency.cpu_models.cpu_model_efficiency); the stage checks that both engines
+# give the same rows before it compares their times.
+DUCKDB_SITE_EFFICIENCY_WEEKLY = """
+WITH retried AS (SELECT DISTINCT retry_of AS rid FROM jobs WHERE retry_of IS NOT NULL),
+j AS (SELECT jobs.*, r.rid IS NOT NULL AS was_retried
+      FROM jobs LEFT JOIN retried r ON jobs.job_id = r.rid),
+a AS (
+  SELECT week, site, vo, count(*) AS jobs,
+    count(CASE WHEN status = 'failed' THEN 1 END) AS failed_jobs,
+    count(CASE WHEN is_outlier THEN 1 END) AS outlier_jobs,
+    sum(cores_wall_seconds) / 3600.0 AS core_hours,
+    sum(cpu_seconds) / 3600.0 AS cpu_hours,
+    coalesce(sum(CASE WHEN status = 'success' THEN cpu_seconds END), 0) / 3600.0 AS good,
+    coalesce(sum(CASE WHEN status = 'failed' THEN cores_wall_seconds END), 0) / 3600.0
+      AS wasted_core_hours,
+    sum(hs23_core_hours) AS hs23_core_hours,
+    sum(CASE WHEN status = 'success' THEN events END) AS events,
+    sum(CASE WHEN status = 'success' AND events > 0 THEN cores_wall_seconds END) AS ecs,
+    sum(CASE WHEN status = 'success' AND events > 0 THEN events END) AS ee,
+    coalesce(sum(CASE WHEN was_retried THEN cores_wall_seconds END), 0) / 3600.0
+      AS retry_waste_core_hours
+  FROM j GROUP BY week, site, vo)
+SELECT week, site, vo, jobs, failed_jobs, outlier_jobs, core_hours, cpu_hours,
+  CASE WHEN core_hours > 0 THEN cpu_hours / core_hours END AS cpu_efficiency,
+  CASE WHEN core_hours > 0 THEN good / core_hours END AS good_cpu_over_all_wall,
+  wasted_core_hours, hs23_core_hours, CAST(events AS BIGINT) AS events,
+  CASE WHEN ee <> 0 THEN ecs / ee END AS core_seconds_per_event,
+  wasted_core_hours AS badput_core_hours, retry_waste_core_hours
+FROM a
+"""
+DUCKDB_CPU_MODEL_EFFICIENCY = """
+WITH j AS (
+  SELECT *, CASE WHEN status = 'success' AND events > 0 THEN cpu_seconds / events END AS pe
+  FROM jobs)
+SELECT microarchitecture, cpu_model_norm, job_type, count(*) AS jobs,
+  sum(cores_wall_seconds) / 3600.0 AS core_hours, sum(cpu_seconds) / 3600.0 AS cpu_hours,
+  CASE WHEN sum(cores_wall_seconds) > 0 THEN sum(cpu_seconds) / sum(cores_wall_seconds) END
+    AS cpu_efficiency,
+  count(pe) AS jobs_with_events,
+  approx_quantile(pe, 0.5) AS median_cpu_seconds_per_event,
+  approx_quantile(pe, 0.9) AS p90_cpu_seconds_per_event,
+  approx_quantile(pe * hs23_per_core, 0.5) AS median_hs23_seconds_per_event
+FROM j GROUP BY microarchitecture, cpu_model_norm, job_type
+"""
+# (table, key columns, columns compared exactly to 1e-9 relative; the quantiles are approximate
+# in both engines, differently: their largest relative gap is reported, not compared)
+SPARK_VS_DUCKDB = (
+    ("gold.site_efficiency_weekly", ("week", "site", "vo"), DUCKDB_SITE_EFFICIENCY_WEEKLY),
+    ("gold.cpu_model_efficiency", ("microarchitecture", "cpu_model_norm", "job_type"),
+     DUCKDB_CPU_MODEL_EFFICIENCY),
+)  # fmt: skip
+APPROX_COLUMNS = {
+    "median_cpu_seconds_per_event", "p90_cpu_seconds_per_event", "median_hs23_seconds_per_event",
+}  # fmt: skip
+
+
+def _same(a: Any, b: Any, rel: float = 1e-9) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+    return a == b
+
+
+def bench_spark_vs_duckdb(scale: Scale, work: Path) -> dict[str, Any]:
+    """gold.site_efficiency_weekly and gold.cpu_model_efficiency from the same silver.jobs Delta
+    table (10 N jobs of the gold stage's grid, partitioned by week as silver is): Spark's
+    transforms writing Delta, against the same SQL in DuckDB over the table's active Parquet
+    files (listed by ``deltalake``) writing Parquet; each run twice, the second (warm) timed."""
+    import duckdb
+    from deltalake import DeltaTable
+
+    from gridlake.gold.efficiency.cpu_models import cpu_model_efficiency
+    from gridlake.gold.site_efficiency import site_efficiency_weekly
+    from gridlake.silver.files import silver_jobs_from_jsonl
+
+    spark = _spark()
+    n = 10 * scale.gold_jobs
+    root = get_settings().storage_root.rstrip("/") + "/bench-svd"
+    folder = work / "sim-svd"
+    _simulate(folder, n, 7, date(2026, 8, 3), monitored_hosts=0, latency_interval=86400,
+              cpu_models=scale.gold_cpu_models, sites=scale.gold_sites)  # fmt: skip
+    silver_path = f"{root}/silver_jobs"
+    silver_jobs_from_jsonl(spark, (folder / "jobs.jsonl").as_uri()).write.format("delta").mode(
+        "overwrite"
+    ).partitionBy("week").save(silver_path)
+    shutil.rmtree(folder, ignore_errors=True)
+    jobs = spark.read.format("delta").load(silver_path)
+    spark_build = {
+        "gold.site_efficiency_weekly": site_efficiency_weekly,
+        "gold.cpu_model_efficiency": cpu_model_efficiency,
+    }
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    files = DeltaTable(silver_path).file_uris()
+    con.execute(
+        f"CREATE VIEW jobs AS SELECT * FROM read_parquet({files!r}, hive_partitioning = true)"
+    )
+    out: dict[str, Any] = {"jobs": jobs.count(), "silver_files": len(files)}
+    total_spark = total_duck = 0.0
+    for table, keys, sql in SPARK_VS_DUCKDB:
+        target = f"{root}/{table}"
+        spark_s, duck_s = [], []
+        for _round in range(2):
+            t0 = time.perf_counter()
+            spark_build[table](jobs).write.format("delta").mode("overwrite").save(target)
+            spark_s.append(time.perf_counter() - t0)
+            pq = work / f"duckdb-{table}.parquet"
+            t0 = time.perf_counter()
+            con.execute(f"COPY ({sql}) TO '{pq}' (FORMAT parquet)")
+            duck_s.append(time.perf_counter() - t0)
+        # the same rows from both engines (the stage is void otherwise)
+        ours = {tuple(r[k] for k in keys): r.asDict()
+                for r in spark.read.format("delta").load(target).collect()}  # fmt: skip
+        theirs_cur = con.execute(f"SELECT * FROM read_parquet('{pq}')")
+        names = [d[0] for d in theirs_cur.description]
+        theirs = {}
+        for row in theirs_cur.fetchall():
+            d = dict(zip(names, row, strict=True))
+            theirs[tuple(d[k] for k in keys)] = d
+        if set(ours) != set(theirs):
+            raise RuntimeError(f"{table}: keys differ: {len(set(ours) ^ set(theirs))} rows")
+        worst_approx = 0.0
+        for key, row in ours.items():
+            for col, value in row.items():
+                other = theirs[key].get(col)
+                if col in APPROX_COLUMNS:
+                    if value is not None and other is not None:
+                        gap = abs(value - other) / max(abs(value), abs(other), 1e-300)
+                        worst_approx = max(worst_approx, gap)
+                elif col in theirs[key] and not _same(value, other):
+                    raise RuntimeError(f"{table} {key} {col}: Spark {value!r}, DuckDB {other!r}")
+        total_spark += spark_s[-1]
+        total_duck += duck_s[-1]
+        out[table] = {
+            "rows": len(ours),
+            "spark_s": [round(x, 2) for x in spark_s],
+            "duckdb_s": [round(x, 2) for x in duck_s],
+            "ratio_spark_vs_duckdb": round(spark_s[-1] / duck_s[-1], 2),
+            "approx_quantiles_max_relative_gap": round(worst_approx, 4),
+        }
+    con.close()
+    spark.stop()
+    ratio = total_spark / total_duck
+    out.update({
+        "spark_s": round(total_spark, 2), "duckdb_s": round(total_duck, 2),
+        "ratio_spark_vs_duckdb": round(ratio, 2), "target": "<= 3", "met": ratio <= 3,
+    })  # fmt: skip
+    return out
+
+
 def _reset_network(spark: Any) -> None:
     """Empty bronze.network and silver.network and forget refine's checkpoint."""
     from gridlake.catalog import BRONZE, SILVER_NETWORK
@@ -606,17 +838,21 @@ STAGES: dict[str, Callable[[Scale, Path], dict[str, Any]]] = {
     "simulate": bench_simulate,
     "publish": bench_publish,
     "agent": bench_agent,
+    "ingest": bench_ingest,
     "silver": bench_silver,
     "gold": bench_gold,
+    "spark-vs-duckdb": bench_spark_vs_duckdb,
     "network": bench_network,
     "serving": _bench_serving,
     "cluster": bench_cluster,
 }
 NEEDS = {
     "publish": ("kafka",),
+    "ingest": ("kafka", "derby"),
     "agent": ("kafka",),
     "silver": ("derby",),
     "gold": ("derby",),
+    "spark-vs-duckdb": ("derby",),
     "network": ("derby",),
     "serving": ("derby",),
 }

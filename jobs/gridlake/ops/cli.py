@@ -45,11 +45,13 @@ def cmd_refine(args: argparse.Namespace) -> int:
             s = refine(spark, name, accept_volume_drop=args.accept_volume_drop)
         except QualityGateError as exc:
             print(f"refine {name} FAILED: {exc}", file=sys.stderr)
+            _refused(spark, name, str(exc))
             return 3
         except Exception as exc:  # Spark wraps errors raised inside foreachBatch
             if "quality gate failed" in str(exc):
                 msg = str(exc)[str(exc).find("quality gate failed") :].splitlines()[0]
                 print(f"refine {name} FAILED: {msg}", file=sys.stderr)
+                _refused(spark, name, msg)
                 return 3
             raise
         print(
@@ -68,6 +70,33 @@ def cmd_refine(args: argparse.Namespace) -> int:
         # Airflow skips a task that exits with this code: no asset event, no analytics run.
         print(f"nothing new in bronze for {', '.join(inputs)}: exit {args.idle_exit_code}")
         return int(args.idle_exit_code)
+    return 0
+
+
+def _refused(spark, name: str, message: str) -> None:  # noqa: ANN001
+    """A refused batch is an alert (ops.alerts): a person must decide what to do with it."""
+    from gridlake import alerts
+
+    try:
+        alerts.record(spark, [alerts.from_airflow_env("batch_refused", f"silver.{name}", message)])
+        print(f"alert recorded in {alerts.ALERTS.full_name} (gridlake alerts)", file=sys.stderr)
+    except Exception as exc:  # the refusal is the error to report, not this
+        print(f"could not record the alert: {exc}", file=sys.stderr)
+
+
+def cmd_alerts(args: argparse.Namespace) -> int:
+    from gridlake import alerts
+
+    spark = _spark()
+    if args.flush:
+        read, inserted = alerts.flush(spark)
+        print(f"{alerts.ALERTS.full_name} <- {inserted} new of {read} pending alerts")
+    rows = alerts.recent(spark, args.days).limit(args.limit).collect()  # bounded: --limit
+    for r in rows:
+        where = ".".join(x for x in (r.dag_id, r.task_id) if x) or "by hand"
+        print(f"{r.raised_at:%Y-%m-%d %H:%M:%S}  {r.kind:<13} {r.subject}  [{where}]  {r.message}")
+    if not args.flush:
+        print(f"{len(rows)} alerts in the last {args.days} days")
     return 0
 
 
@@ -199,8 +228,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
-    """Delta OPTIMIZE and VACUUM of every table (or --tables)."""
+    """Delta OPTIMIZE and VACUUM of every table (or --tables); first, the pending alerts."""
+    from gridlake import alerts
     from gridlake.ops.maintain import maintain, maintained_tables
+
+    read, inserted = alerts.flush(_spark())
+    if read:
+        print(f"{alerts.ALERTS.full_name} <- {inserted} new of {read} pending alerts")
 
     both = not (args.optimize or args.vacuum)
     known = {t.full_name: t for t in maintained_tables()}
@@ -617,6 +651,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_report)
 
+    s = sub.add_parser("alerts", help="what failed lately (ops.alerts); --flush the pending ones")
+    s.add_argument(
+        "--flush", action="store_true", help="first merge the DAGs' pending alerts into the table"
+    )
+    s.add_argument("--days", type=int, default=7, help="how far back (default 7)")
+    s.add_argument("--limit", type=int, default=50, help="at most this many (newest first)")
+    s.set_defaults(func=cmd_alerts)
     s = sub.add_parser("maintain", help="Delta OPTIMIZE and VACUUM (retention >= 7 days)")
     s.add_argument("--optimize", action="store_true", help="only compact (default: both)")
     s.add_argument("--vacuum", action="store_true", help="only vacuum (default: both)")

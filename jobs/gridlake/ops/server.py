@@ -62,6 +62,7 @@ log = logging.getLogger(__name__)
 # formats, ...) never start a JVM and gain nothing.
 SERVED = frozenset(
     {
+        "alerts",
         "ingest",
         "refine",
         "analyze",

@@ -38,10 +38,11 @@ END = "<!-- table-reference:end -->"
 
 
 def documented_tables() -> tuple[Table, ...]:
-    """The silver tables of the catalog, then the gold ones, in pipeline order."""
+    """The silver tables of the catalog, then the gold ones, in pipeline order, then the
+    operations' (ops.alerts)."""
     from gridlake.catalog import ALL_TABLES
 
-    return tuple(t for t in ALL_TABLES if t.database in ("silver", "gold"))
+    return tuple(t for t in ALL_TABLES if t.database in ("silver", "gold", "ops"))
 
 
 def _cell(text: str) -> str:

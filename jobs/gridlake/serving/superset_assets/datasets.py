@@ -394,8 +394,25 @@ SITE_LINKS = Dataset(
     main_dttm_col="week",
 )
 
+
+def _alerts_table() -> Table:
+    from gridlake.alerts import ALERTS
+
+    return ALERTS
+
+
+ALERTS = Dataset(
+    "alerts",
+    "grid",
+    "What failed in the pipeline and needs a person: tasks failed after their retries, batches "
+    "the refine gate refused (ops.alerts).",
+    (_m("alerts", "COUNT(*)", "Alerts", ",d"),),
+    table=_alerts_table(),
+    main_dttm_col="raised_at",
+)
+
 DATASETS: tuple[Dataset, ...] = (
     SITE_EFFICIENCY, SITE_JOBTYPE, OUTLIERS, ALARMS, COST_MATRIX, LINK_HOURLY, NODE_SATURATION,
     WORKFLOW_IO, SITE_IO, SPEED_FACTORS, MISMATCH, CPU_EFFICIENCY, SPEED_ANOMALIES, FAILURES,
-    JOB_LENGTH, MULTICORE, SITE_LINKS,
+    JOB_LENGTH, MULTICORE, SITE_LINKS, ALERTS,
 )  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gridlake.serving.superset_assets.datasets import ALARMS, OUTLIERS, SITE_EFFICIENCY
+from gridlake.serving.superset_assets.datasets import ALARMS, ALERTS, OUTLIERS, SITE_EFFICIENCY
 from gridlake.serving.superset_assets.filters import PCT, _site_filter, _vo_filter, _week_filter
 from gridlake.serving.superset_assets.spec import Chart, Dashboard
 
@@ -178,8 +178,21 @@ GRID_OPERATIONS = Dashboard(
                     "failure_rate",
                 ),
                 order_by=(("jobs", False),),
-                width=12,
+                width=9,
                 height=50,
+            ),
+            Chart(
+                "pipeline_alerts",
+                "Pipeline alerts",
+                "Tasks failed after their retries and batches the refine gate refused, last 7 "
+                "days (gridlake alerts lists them; grid.alerts has the reasons).",
+                ALERTS,
+                "big_number",
+                metrics=("alerts",),
+                where_sql="raised_at >= current_timestamp() - INTERVAL 7 DAYS",
+                width=3,
+                height=50,
+                options={"subheader": "in the last 7 days"},
             ),
         ),
     ),
