@@ -744,8 +744,10 @@ def _event_log_totals(folder: Path) -> dict[str, int]:
     """Tasks, shuffle bytes written and read, and input bytes of every Spark application whose
     event log lies in ``folder`` (one JSON event per line)."""
     totals = {"tasks": 0, "shuffle_write_bytes": 0, "shuffle_read_bytes": 0, "input_bytes": 0}
-    for log in folder.glob("*"):
-        with log.open() as fh:
+    # Spark 4 writes a rolling log as a folder (eventlog_v2_<app>/events_<n>_<app>); the stage
+    # turns rolling and compression off, and the files are read wherever they lie below.
+    for log in sorted(p for p in folder.rglob("*") if p.is_file()):
+        with log.open(errors="replace") as fh:
             for line in fh:
                 if '"SparkListenerTaskEnd"' not in line:
                     continue
@@ -803,7 +805,10 @@ def bench_cluster(scale: Scale, work: Path) -> dict[str, Any]:
             events = work / f"events-{mode}-{stage}"
             events.mkdir(parents=True, exist_ok=True)
             results = work / f"results-{mode}-{stage}.json"
-            log_conf = f"spark.eventLog.enabled=true;spark.eventLog.dir={events.as_uri()}"
+            log_conf = (
+                f"spark.eventLog.enabled=true;spark.eventLog.dir={events.as_uri()};"
+                "spark.eventLog.rolling.enabled=false;spark.eventLog.compress=false"
+            )
             conf = ";".join(x for x in (extra.get("GRIDLAKE_SPARK_CONF", ""), log_conf) if x)
             env = {**base, **extra, "GRIDLAKE_SPARK_CONF": conf,
                    "GRIDLAKE_BENCH_RESULTS": str(results)}  # fmt: skip
