@@ -3,10 +3,13 @@
 conftest's ``demo_dag_runs`` builds the warehouse every demo-week test reads by running
 grid_ingest and grid_analytics (`airflow dags test`, each task the real gridlake CLI in the
 instance's gridlake server); here those runs are checked, then one weekly report run
-(grid_weekly_site_reports for 2026-W47, a PDF checked page by page) and a backfill of two weeks
-by a scheduled Airflow listening on 127.0.0.1 only: W46, which has no gold, fails with the
-reason and writes nothing; W47's reports come out byte for byte as the first run's. The full
-form on a three-week simulated grid (analytics twice, maintenance, a three-week backfill) is
+(grid_weekly_site_reports for 2026-W47, a PDF checked page by page). A backfill of two weeks by a
+scheduled Airflow listening on 127.0.0.1 only (W46, which has no gold, fails with the reason and
+writes nothing; W47's reports come out byte for byte as the first run's) is in `make
+test-nightly` (marker ``nightly``: its Airflow start and two report runs cost ~200 s of make
+test's lane on two loaded cores); make test's demo test runs a scheduled Airflow, and checks
+that every listener of its instance is on loopback, and the DAG runs it scheduled. The full form
+on a three-week simulated grid (analytics twice, maintenance, a three-week backfill) is
 tests/test_orchestration.py (`make test-nightly`).
 """
 
@@ -186,6 +189,7 @@ def report_runs() -> list[dict]:
     raise AssertionError(out.stdout[-4000:])
 
 
+@pytest.mark.nightly
 def test_scheduled_airflow_listens_on_loopback_only(backfill):
     _runs, pids = backfill
     assert len(pids) >= 4, "scheduler, DAG processor, triggerer and API server"
@@ -202,6 +206,7 @@ def test_scheduled_airflow_listens_on_loopback_only(backfill):
     assert "NOT LOCAL" not in check.stdout
 
 
+@pytest.mark.nightly
 def test_backfill_of_two_weeks_reports_w47_again_and_fails_w46_with_the_reason(
     backfill, weekly_reports, gold_demo
 ):

@@ -265,6 +265,16 @@ def test_make_demo_cold_then_warm_then_down():
             d: [r["dag_run_id"] for r in rs if r["state"] == "failed"] for d, rs in runs.items()
         }
         assert not any(failed.values()), failed
+        # Every listener of the instance (Kafka, Derby, the Thrift Server, Superset, Airflow's
+        # scheduler, DAG processor, triggerer and API server, their children) is on loopback.
+        loopback = subprocess.run(["bash", str(REPO_ROOT / "infra" / "check_loopback.sh")],
+                                  capture_output=True, text=True, timeout=120,
+                                  env=_env(later.isoformat()))  # fmt: skip
+        assert loopback.returncode == 0, loopback.stdout + loopback.stderr
+        assert "NOT LOCAL" not in loopback.stdout, loopback.stdout
+        listening = [ln.split()[1] for ln in loopback.stdout.splitlines() if ln.startswith("ok")]
+        for port in (8080, 8088, 10000):  # Airflow's API server, Superset, the Thrift Server
+            assert f"127.0.0.1:{port + OFFSET}" in listening, loopback.stdout
         reports = [r for r in runs["grid_weekly_site_reports"] if r["state"] == "success"]
         expected_runs = set(plan(later.isoformat(), n_weeks)["runs"].split())
         assert {r["run_after"][:10] for r in reports} >= expected_runs

@@ -32,7 +32,7 @@ from gridlake.serving.superset_assets import (
 )
 from gridlake.serving.views import VIEW_DIR
 
-from .superset_helpers import REPO, SupersetAPI, superset_sh
+from .superset_helpers import REPO, SupersetAPI, open_dashboard, superset_sh
 
 SCHEMA = "grid"
 CHARTS = {c.key: c for d in DASHBOARDS for c in d.charts}
@@ -329,8 +329,7 @@ def test_dashboards_render_in_browser(superset, api):
                 shot = shots / f"{dash.slug}.png"
                 shot.unlink(missing_ok=True)
                 started = time.monotonic()
-                page.goto(f"{base}/superset/dashboard/{dash.slug}/", wait_until="domcontentloaded")
-                page.wait_for_selector('[data-test="dashboard-header-container"]', timeout=120_000)
+                open_dashboard(page, f"{base}/superset/dashboard/{dash.slug}/", dash.slug, shots)
                 header = page.inner_text('[data-test="dashboard-header-container"]')
                 assert dash.title in header, header
                 deadline = time.monotonic() + 300

@@ -135,14 +135,16 @@ def record(spark: SparkSession, alerts: Iterable[Alert], settings: Settings | No
     ensure_tables(spark, TABLES, settings)
     new = alert_frame(spark, alerts).dropDuplicates(["alert_id"])
     target = DeltaTable.forPath(spark, ALERTS.path(settings))
-    before = target.toDF().count()
-    (
+    # The MERGE's own metrics (one row: num_affected_rows, num_inserted_rows, ...), rather than
+    # counting the table before and after it (two more scans of a table that only grows).
+    metrics = (
         target.alias("t")
         .merge(new.alias("s"), "t.alert_id = s.alert_id")
         .whenNotMatchedInsertAll()
         .execute()
+        .first()
     )
-    return target.toDF().count() - before
+    return int(metrics["num_inserted_rows"]) if metrics is not None else 0
 
 
 def flush(spark: SparkSession, settings: Settings | None = None) -> tuple[int, int]:
