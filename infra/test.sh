@@ -14,11 +14,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export GRIDLAKE_HOME="${GRIDLAKE_HOME:-$PWD/.gridlake}"
 pytest="$GRIDLAKE_HOME/venv/bin/pytest"
-# The suite's JVMs (each lane's Spark session, gridlake server, Thrift Server, the demo's) work on
-# small data and start often: the C1 compiler alone spends less CPU compiling than it would save
-# (293 -> 260 s of CPU for a Spark-heavy module, 2026-11-28); the parallel collector suits
-# batch work. Test-time tuning only: a deployment keeps the JVM's defaults.
-export GRIDLAKE_DRIVER_JAVA_OPTIONS="${GRIDLAKE_DRIVER_JAVA_OPTIONS--XX:TieredStopAtLevel=1 -XX:+UseParallelGC}"
 mark="${PYTEST_MARK:-not nightly}"
 log="$GRIDLAKE_HOME/test-warehouse.log"
 

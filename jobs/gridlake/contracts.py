@@ -1,7 +1,8 @@
 """The canonical message contracts: JSON Schema files in schemas/ are the one source of truth.
 
-Spark schemas, required-field checks, enum and range rules, and cross-field rules are all
-derived from them here, so a field added to a schema file flows to parsing and validation.
+Spark schemas, required-field checks, enum, range, length and pattern rules, and cross-field
+rules are all derived from them here, so a field added to a schema file flows to parsing and
+validation.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ class FieldSpec:
     maximum: float | None
     description: str
     items: dict[str, Any] | None
+    min_length: int | None = None  # strings: JSON Schema minLength, maxLength, pattern
+    max_length: int | None = None
+    pattern: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,9 @@ def _load(name: str) -> Contract:
                 maximum=prop.get("maximum"),
                 description=prop.get("description", ""),
                 items=prop.get("items"),
+                min_length=prop.get("minLength"),
+                max_length=prop.get("maxLength"),
+                pattern=prop.get("pattern"),
             )
         )
     return Contract(

@@ -159,7 +159,7 @@ def to_float(value: Any) -> float | None:
         return None
     try:
         number = float(value) if isinstance(value, int | float) else float(str(value).strip())
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: an int of 400 digits out of a JSON doc
         return None
     return number if math.isfinite(number) else None
 

@@ -6,11 +6,18 @@ line number and sent to grid.deadletter with the reason. With ``--format``, the 
 rejection that goes to grid.deadletter with its location and reason. Either way the caller exits
 non-zero when anything was dead-lettered, and nothing is dropped silently. Schema validation is
 the silver layer's job (records that parse but break the contract are quarantined there).
+
+Hostile input is dead-lettered here, each with its file:line and reason, never an aborted
+publish: bytes that are not UTF-8, a line over MAX_LINE_BYTES, NaN or Infinity (which Python's
+and Spark's JSON parsers would otherwise take, and which poison every sum), an object with a key
+twice (which one would count?), nesting too deep to parse, and any exception an adapter raises
+on one record (a format's reader that fails is stopped and the rest of its file reported).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +29,7 @@ from gridlake.contracts import contract
 from gridlake.settings import TOPICS, Settings, get_settings
 
 MAX_PROBLEMS_KEPT = 1000  # problems listed in the report; the counts cover all of them
+MAX_LINE_BYTES = 1 << 20  # a canonical line over 1 MiB is no job record: dead-lettered
 
 
 @dataclass
@@ -50,28 +58,87 @@ class _Dead:
     raw: str
 
 
+class _Refused(ValueError):
+    """A JSON text that parses but that gridlake refuses (NaN, a key twice)."""
+
+
+def _no_constants(name: str) -> float:
+    raise _Refused(f"non-finite number {name} (JSON has no NaN or Infinity)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: valid JSON grammar, but no double holds it
+        raise _Refused(f"number {text[:40]} beyond a double's range")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Refused(f"duplicate key {key!r} in one JSON object")
+        seen[key] = value
+    return seen
+
+
 def classify_line(line: str) -> tuple[dict | None, str | None]:
-    """Return (record, None) for a JSON object, else (None, reason)."""
+    """Return (record, None) for a JSON object, else (None, reason). Refused as well: NaN and
+    Infinity, a number beyond a double (1e999), a key twice in one object, nesting too deep for
+    the parser."""
     try:
-        record = json.loads(line)
+        record = json.loads(
+            line,
+            parse_constant=_no_constants,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
+        )
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON: {exc.msg} at column {exc.colno}"
+    except _Refused as exc:
+        return None, f"invalid JSON: {exc}"
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply to parse"
+    except Exception as exc:  # any surprise of one line is that line's problem
+        return None, f"invalid JSON: {type(exc).__name__}: {exc}"
     if not isinstance(record, dict):
         return None, f"invalid JSON: expected an object, got {type(record).__name__}"
     return record, None
 
 
+def classify_bytes(raw: bytes) -> tuple[str | None, dict | None, str | None]:
+    """One line of a canonical file as read: (text, record, None), or (text, None, reason).
+    The text of a refused line is what can be shown of it (clipped, undecodable bytes
+    replaced); None for a blank line."""
+    from gridlake.sources.base import clip
+
+    raw = raw.rstrip(b"\r\n")
+    if len(raw) > MAX_LINE_BYTES:
+        shown = clip(raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace"))
+        return shown, None, f"line of {len(raw):,} bytes, over the {MAX_LINE_BYTES:,}-byte limit"
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        shown = clip(raw.decode("utf-8", errors="replace"))
+        return shown, None, f"not UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start + 1}"
+    if not line.strip():
+        return None, None, None
+    record, reason = classify_line(line)
+    return line, record, reason
+
+
 def _canonical_lines(path: Path, bar: Any) -> Iterator[tuple[str, dict[str, Any]] | _Dead]:
+    from gridlake.sources.base import clip
+
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if bar is not None:
                 bar.update(len(raw))
-            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            if not line.strip():
+            line, record, reason = classify_bytes(raw)
+            if line is None:
                 continue
-            record, reason = classify_line(line)
             if record is None:
-                yield _Dead(str(path), f"line {number}", number, str(reason), line)
+                yield _Dead(str(path), f"line {number}", number, str(reason), clip(line))
             else:
                 yield line, record
 
@@ -81,13 +148,33 @@ def _adapted(
 ) -> Iterator[tuple[str, dict[str, Any]] | _Dead]:
     from gridlake.sources.base import Rejected
 
-    for item in reader(path, **opts):
+    records = reader(path, **opts)
+    done = 0
+    while True:
+        try:
+            item = next(records)
+        except StopIteration:
+            return
+        except Exception as exc:  # a reader's bug never aborts the publish
+            # A generator that raised cannot resume: what it had not read yet is reported with
+            # the error, as one dead letter for the rest of the file (and publish exits 1).
+            yield _Dead(str(path), f"after record {done}", None,
+                        f"the {getattr(reader, '__name__', 'format')} reader failed, rest of the "
+                        f"file not read: {type(exc).__name__}: {exc}", "")  # fmt: skip
+            return
+        done += 1
         if bar is not None:
             bar.update(1)
         if isinstance(item, Rejected):
             yield _Dead(item.source, item.location, None, item.reason, item.raw)
-        else:
-            yield json.dumps(item, sort_keys=True), item
+            continue
+        try:
+            text = json.dumps(item, sort_keys=True, allow_nan=False)
+        except ValueError as exc:  # NaN or Infinity out of a source's numbers
+            yield _Dead(str(path), f"record {done}", None, f"non-finite number: {exc}",
+                        repr(item)[:4096])  # fmt: skip
+            continue
+        yield text, item
 
 
 def _producer(settings: Settings):  # noqa: ANN202 - confluent_kafka.Producer
