@@ -205,7 +205,14 @@ def iter_sysstat_json(path: Path) -> Iterator[tuple[Any, ...]]:
             if header is None:
                 break
             found = True
-            info = {k: json.loads(v) for k, v in _HOST_FIELD.findall(header)}
+            info = {}
+            for key, text in _HOST_FIELD.findall(header):
+                try:  # a damaged header (found by fuzzing: a raw tab inside a string)
+                    info[key] = json.loads(text, strict=False)
+                except ValueError as exc:
+                    yield ("error", f"host header (line {js.line()})",
+                           f"host field {key} not decodable: {exc}", header[-4096:])  # fmt: skip
+                    return
             yield ("host", info)
             index = 0
             while True:
