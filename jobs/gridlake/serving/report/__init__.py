@@ -44,7 +44,7 @@ from gridlake.serving.report.render import (
     write_index,
     write_report,
 )
-from gridlake.serving.report.site import build_site_report, week_sites
+from gridlake.serving.report.site import SiteRows, build_site_report, week_sites
 from gridlake.serving.report.summary import build_summary_report
 from gridlake.settings import Settings
 
@@ -55,6 +55,7 @@ __all__ = [
     "PdfPrinter",
     "Report",
     "Section",
+    "SiteRows",
     "build_reports",
     "build_site_report",
     "build_summary_report",
@@ -92,8 +93,10 @@ def build_reports(
         bar = tqdm(total=len(names), unit="site", desc=f"reports {week_label(week)}")
     with ExitStack() as stack:
         printer = stack.enter_context(PdfPrinter()) if pdf and len(names) + summary > 1 else None
+        shared = SiteRows(spark, week)  # each site query runs once for the week's sites
         for site in names:
-            written += write_report(build_site_report(spark, site, week), out_dir, pdf, printer)
+            report = build_site_report(spark, site, week, shared=shared)
+            written += write_report(report, out_dir, pdf, printer)
             if bar is not None:
                 bar.update(1)
         if bar is not None:

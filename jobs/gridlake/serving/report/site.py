@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import date, timedelta
-from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -30,19 +29,45 @@ from gridlake.serving.report.wording import _num, _pct, _points, _table, _text, 
 # --------------------------------------------------------------------------------------------
 
 
+class SiteRows:
+    """The site queries' rows of one week for every site, each query run once (on first use)
+    and shared by the week's site reports."""
+
+    def __init__(self, spark: SparkSession, week: date, views: str = rq.VIEWS) -> None:
+        self.spark, self.week, self.views = spark, week, views
+        self._rows: dict[str, dict[str, list[Row]]] = {}
+        self._sites: list[str] | None = None
+
+    def rows(self, name: str, site: str) -> list[Row]:
+        if name not in self._rows:
+            self._rows[name] = rq.run_all_sites(self.spark, name, self.views, week=self.week)
+        return self._rows[name].get(site, [])
+
+    def sites(self) -> list[str]:
+        if self._sites is None:
+            self._sites = week_sites(self.spark, self.week, self.views)
+        return self._sites
+
+
 class _Q:
-    """Runs the report's queries for one site and week (and keeps their rows)."""
+    """Runs the report's queries for one site (through the week's SiteRows) or, without a
+    site, the grid summary's queries for the week."""
 
     def __init__(
-        self, spark: SparkSession, week: date, site: str | None = None, views: str = rq.VIEWS
+        self,
+        spark: SparkSession,
+        week: date,
+        site: str | None = None,
+        views: str = rq.VIEWS,
+        shared: SiteRows | None = None,
     ) -> None:
         self.spark, self.week, self.site, self.views = spark, week, site, views
+        self.shared = shared or SiteRows(spark, week, views)
 
     def __call__(self, name: str) -> list[Row]:
-        params: dict[str, Any] = {"week": self.week}
-        if self.site is not None:
-            params["site"] = self.site
-        return rq.run(self.spark, name, self.views, **params)
+        if self.site is not None and rq.is_site_query(name):
+            return self.shared.rows(name, self.site)
+        return rq.run(self.spark, name, self.views, week=self.week)
 
     def one(self, name: str) -> Row:
         rows = self(name)
@@ -497,13 +522,22 @@ def week_sites(spark: SparkSession, week: date, views: str = rq.VIEWS) -> list[s
     return sites
 
 
-def build_site_report(spark: SparkSession, site: str, week: date, views: str = rq.VIEWS) -> Report:
-    sites = week_sites(spark, week, views)
+def build_site_report(
+    spark: SparkSession,
+    site: str,
+    week: date,
+    views: str = rq.VIEWS,
+    shared: SiteRows | None = None,
+) -> Report:
+    """The report of ``site`` for ``week``; ``shared``: the week's SiteRows when building the
+    reports of several sites (their queries then run once for all)."""
+    shared = shared or SiteRows(spark, week, views)
+    sites = shared.sites()
     if site not in sites:
         raise NoGoldDataError(
             f"site {site!r} ran no jobs in {week_label(week)}; sites with jobs: {', '.join(sites)}"
         )
-    q = _Q(spark, week, site, views)
+    q = _Q(spark, week, site, views, shared)
     report = Report(
         "site",
         week,
