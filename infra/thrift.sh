@@ -17,19 +17,36 @@ case "${1:-status}" in
     export PATH="$GRIDLAKE_VENV/bin:$PATH"
     SPARK_HOME="$(ls -d "$GRIDLAKE_VENV"/lib/python3*/site-packages/pyspark | head -1)"
     export SPARK_HOME
-    mapfile -t conf < <("$GRIDLAKE_VENV/bin/gridlake" spark-conf)
     # The Thrift Server runs with spark.sql.datetime.java8API.enabled, and Delta 4.0's
     # metadata-only answer to MIN/MAX of a DATE column then fails with "LocalDate cannot be cast
     # to java.sql.Date" (e.g. `SELECT max(week) FROM grid.site_efficiency_weekly`): answer those
     # from the data instead.
+    # Its users query tables and views by name only: no SQL on files (``text.`<path>` `` would
+    # read any file the service can, the instance's secrets included; ``delta.`<path>` `` would
+    # read silver around the views). A statement running past the timeout is cancelled; a result
+    # past the cap fails alone: one query cannot take the only query server down.
+    # The settings go in a 0600 properties file, not on the command line (GRIDLAKE_SPARK_CONF
+    # may carry object-store keys; `ps` shows every process's arguments to every local user).
     mkdir -p "$GRIDLAKE_STATE/thrift"
+    props="$GRIDLAKE_STATE/thrift/spark.properties"
+    (
+      umask 077
+      {
+        "$GRIDLAKE_VENV/bin/gridlake" spark-conf --properties
+        echo "spark.driver.extraClassPath=$cp"
+        echo "spark.executor.instances=${GRIDLAKE_THRIFT_EXECUTORS:-1}"
+        echo "spark.databricks.delta.optimizeMetadataQuery.enabled=false"
+        echo "spark.sql.runSQLOnFiles=false"
+        echo "spark.sql.thriftServer.queryTimeout=${GRIDLAKE_THRIFT_QUERY_TIMEOUT:-600}s"
+        echo "spark.driver.maxResultSize=${GRIDLAKE_THRIFT_MAX_RESULT:-512m}"
+      } > "$props.tmp"
+      mv "$props.tmp" "$props"
+    )
     cd "$GRIDLAKE_STATE/thrift"
     start_bg thrift "$GRIDLAKE_LOGS/thrift.log" "$GRIDLAKE_VENV/bin/spark-submit" \
       --master "${GRIDLAKE_SPARK_MASTER:-local[2]}" --driver-memory "${GRIDLAKE_THRIFT_MEMORY:-2g}" \
       --name gridlake-thrift --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 \
-      "${conf[@]}" --conf "spark.driver.extraClassPath=$cp" \
-      --conf "spark.executor.instances=${GRIDLAKE_THRIFT_EXECUTORS:-1}" \
-      --conf spark.databricks.delta.optimizeMetadataQuery.enabled=false \
+      --properties-file "$props" \
       spark-internal \
       --hiveconf hive.server2.thrift.bind.host=127.0.0.1 \
       --hiveconf "hive.server2.thrift.port=$GRIDLAKE_THRIFT_PORT" \

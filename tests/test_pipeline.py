@@ -7,6 +7,7 @@ import json
 import subprocess
 from collections import defaultdict
 from datetime import date, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
@@ -320,6 +321,42 @@ def test_thrift_server_serves_the_warehouse_to_pyhive(spark, thrift) -> None:
         cur.execute("DESCRIBE grid.site_efficiency_weekly")
         comments = {row[0]: row[2] for row in cur.fetchall()}
         assert comments["cpu_efficiency"] == "cpu_hours / core_hours (ratio of sums)"
+    finally:
+        conn.close()
+
+
+def test_thrift_server_reads_tables_by_name_only_and_hides_its_settings(thrift) -> None:
+    """SQL on files (text, json, parquet, delta paths) is refused: it would read the instance's
+    secrets, or silver around the views. The settings reach the server in a 0600 file, not on
+    its command line (GRIDLAKE_SPARK_CONF may carry object-store keys; `ps` shows arguments to
+    every local user)."""
+    import stat
+
+    from pyhive import hive
+
+    settings = get_settings()
+    props = settings.state / "thrift" / "spark.properties"
+    assert stat.S_IMODE(props.stat().st_mode) == 0o600
+    assert "spark.sql.runSQLOnFiles=false" in props.read_text().splitlines()
+    pid = int((settings.state / "run" / "thrift.pid").read_text())
+    java = [int(c) for c in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
+                                           text=True).stdout.split()] or [pid]  # fmt: skip
+    for proc in {pid, *java}:
+        args = Path(f"/proc/{proc}/cmdline").read_bytes().decode().split("\0")
+        assert not [a for a in args if "spark.sql.warehouse.dir" in a or "jdbc:derby" in a], args
+    conn = hive.connect(host="127.0.0.1", port=thrift, username="gridlake")
+    try:
+        cur = conn.cursor()
+        for sql in (
+            f"SELECT * FROM text.`{props}`",
+            f"SELECT * FROM json.`{props}`",
+            f"SELECT * FROM parquet.`{SILVER_JOBS.path()}`",
+            f"SELECT count(*) FROM delta.`{SILVER_JOBS.path()}`",
+        ):
+            with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):
+                cur.execute(sql)
+        cur.execute("SELECT count(*) FROM grid.jobs")  # by name: served
+        assert cur.fetchone()[0] > 0
     finally:
         conn.close()
 

@@ -556,11 +556,17 @@ def cmd_formats(_args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_spark_conf(_args: argparse.Namespace) -> int:
-    """Print the settings' Spark configuration as spark-submit arguments (for infra scripts)."""
+def cmd_spark_conf(args: argparse.Namespace) -> int:
+    """Print the settings' Spark configuration as spark-submit arguments, or with
+    ``--properties`` as a Java properties file (for ``spark-submit --properties-file``: settings
+    that may carry secrets then stay off the command line, which every local user can read)."""
     s = get_settings()
     for key, value in s.spark_conf().items():
-        print(f"--conf\n{key}={value}")
+        if args.properties:
+            escaped = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+            print(f"{key}={escaped}")
+        else:
+            print(f"--conf\n{key}={value}")
     return 0
 
 
@@ -749,6 +755,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_formats)
 
     s = sub.add_parser("spark-conf", help="print the Spark settings as spark-submit arguments")
+    s.add_argument(
+        "--properties", action="store_true", help="as a properties file (key=value lines)"
+    )
     s.set_defaults(func=cmd_spark_conf)
 
     s = sub.add_parser(
