@@ -153,6 +153,51 @@ def wait_until(fn, timeout: float, what: str, every: float = 1.0):
 HEADER = '[data-test="dashboard-header-container"]'
 
 
+def browser_login(page, base: str, user: str, password: str, shots: Path) -> None:
+    """Log in through Superset's login form, as a user would. The form is drawn by the single-page
+    app: under the CI suite's load a fill could land before the app took over the input and be
+    reset, and the login then never leaves /login/ (one CI run waited 180 s for the welcome page).
+    So the filled values are read back before the click, and a login that does not arrive within
+    120 s is tried once more from a fresh page, with a screenshot and the page's text kept; the
+    second failure says where the browser was and what it showed."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in (1, 2):
+        page.goto(f"{base}/login/", wait_until="domcontentloaded")
+        for field, value in (("username-input", user), ("password-input", password)):
+            box = f'[data-test="{field}"]'
+            page.wait_for_selector(box, timeout=120_000)
+            for _ in range(20):
+                page.fill(box, value)
+                if page.input_value(box) == value:
+                    break
+                page.wait_for_timeout(500)
+        page.click('[data-test="login-button"]')
+        try:
+            # "commit": the welcome page keeps loading side panels long after the login worked
+            page.wait_for_url("**/superset/welcome/**", timeout=120_000, wait_until="commit")
+            return
+        except PlaywrightTimeout as exc:
+            shot = shots / f"login-try-{attempt}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            try:
+                shown = " ".join(page.inner_text("body", timeout=5_000).split())[:600]
+            except PlaywrightTimeout:
+                shown = "(no text)"
+            print(f"[superset] login try {attempt}: at {page.url} after 120 s ({shot}): {shown}")
+            if attempt == 2:
+                api = requests.post(  # the same login through the REST API: password or browser?
+                    f"{base}/api/v1/security/login",
+                    json={"username": user, "password": password, "provider": "db"},
+                    timeout=60,
+                )
+                raise AssertionError(
+                    f"the login as {user} never reached the welcome page (the same login through "
+                    f"the REST API: HTTP {api.status_code}): at {page.url}, "
+                    f"title {page.title()!r}, showing {shown!r}; see {shots}/login-try-*.png"
+                ) from exc
+
+
 def open_dashboard(page, url: str, slug: str, shots: Path) -> None:
     """Open a dashboard and wait for its header; on a loaded machine (the CI suite's two shards
     and the demo on two cores) the single-page app once took over 120 s to draw it: one reload
@@ -195,11 +240,7 @@ def render_dashboards(base: str, state: Path, prefix: str) -> dict[str, float]:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1200})
-            page.goto(f"{base}/login/", wait_until="domcontentloaded")
-            page.fill('[data-test="username-input"]', user)
-            page.fill('[data-test="password-input"]', password)
-            page.click('[data-test="login-button"]')
-            page.wait_for_url("**/superset/welcome/**", timeout=180_000, wait_until="commit")
+            browser_login(page, base, user, password, shots)
             for dash in DASHBOARDS:
                 t0 = time.monotonic()
                 open_dashboard(page, f"{base}/superset/dashboard/{dash.slug}/", dash.slug, shots)

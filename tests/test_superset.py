@@ -32,7 +32,7 @@ from gridlake.serving.superset_assets import (
 )
 from gridlake.serving.views import VIEW_DIR
 
-from .superset_helpers import REPO, SupersetAPI, open_dashboard, superset_sh
+from .superset_helpers import REPO, SupersetAPI, browser_login, open_dashboard, superset_sh
 
 SCHEMA = "grid"
 CHARTS = {c.key: c for d in DASHBOARDS for c in d.charts}
@@ -318,12 +318,7 @@ def test_dashboards_render_in_browser(superset, api):
                 if "/api/v1/chart/data" in r.url and r.method == "POST" and r.post_data
                 else None,
             )  # fmt: skip
-            page.goto(f"{base}/login/", wait_until="domcontentloaded")
-            page.fill('[data-test="username-input"]', superset["user"])
-            page.fill('[data-test="password-input"]', superset["password"])
-            page.click('[data-test="login-button"]')
-            # "commit": the welcome page keeps loading side panels long after the login worked
-            page.wait_for_url("**/superset/welcome/**", timeout=180_000, wait_until="commit")
+            browser_login(page, base, superset["user"], superset["password"], shots)
 
             for dash in DASHBOARDS:
                 shot = shots / f"{dash.slug}.png"
