@@ -6,7 +6,7 @@ VENV := $(GRIDLAKE_HOME)/venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: help install up down status demo test test-demo test-nightly test-unit test-cluster cluster-up cluster-down cluster-status cluster-demo lint format bench docs clean-test
+.PHONY: help install up down status demo test test-demo test-nightly test-unit test-cluster test-faults cluster-up cluster-down cluster-status cluster-demo lint format bench docs clean-test
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -42,8 +42,11 @@ status: ## show what runs
 demo: up ## the main job: simulated weeks -> Kafka -> Airflow DAGs -> gold, weekly reports, Superset; Airflow left running
 	@bash infra/demo.sh
 
-test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side), then the demo test's short form (GRIDLAKE_TEST_DEMO=off skips it)
-	@GRIDLAKE_TEST_DEMO=$${GRIDLAKE_TEST_DEMO:-short} PYTEST_MARK="not nightly and not demo and not cluster" bash infra/test.sh $(PYTEST_ARGS)
+test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side), then the demo test's and the fault trials' short forms (GRIDLAKE_TEST_DEMO=off, GRIDLAKE_TEST_FAULTS=off skip them)
+	@GRIDLAKE_TEST_DEMO=$${GRIDLAKE_TEST_DEMO:-short} GRIDLAKE_TEST_FAULTS=$${GRIDLAKE_TEST_FAULTS:-short} PYTEST_MARK="not nightly and not demo and not cluster and not faults" bash infra/test.sh $(PYTEST_ARGS)
+
+test-faults: install ## the fault trials in full: SIGKILL of publish, ingest, refine, analyze at seeded random moments (GRIDLAKE_FAULT_ROUNDS=5: 20 kills, ~90 min on 2 cores), each then checked against an uninterrupted run; make test runs 1 round
+	@GRIDLAKE_TEST_INSTANCE=test-faults GRIDLAKE_PORT_OFFSET=1200 GRIDLAKE_FAULT_ROUNDS=$${GRIDLAKE_FAULT_ROUNDS:-5} $(VENV)/bin/pytest -m faults tests/faults $(PYTEST_ARGS)
 
 test-demo: install ## make demo as a newcomer runs it, on its own instance: cold, warm, summary, Try commands, dashboards, make down
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m demo tests/test_demo.py $(PYTEST_ARGS)
@@ -83,8 +86,9 @@ format: ## ruff format and autofix
 	@$(VENV)/bin/ruff format jobs tests dags superset
 	@$(VENV)/bin/ruff check --fix jobs tests dags superset
 
-clean-test: ## stop the test instances (both shards of make test) and delete their state
+clean-test: ## stop the test instances (both shards of make test, its demo test and fault trials) and delete their state
 	@GRIDLAKE_INSTANCE=test $(MAKE) --no-print-directory down
 	@GRIDLAKE_INSTANCE=test-grid GRIDLAKE_PORT_OFFSET=300 $(MAKE) --no-print-directory down
 	@GRIDLAKE_INSTANCE=demo-ci GRIDLAKE_PORT_OFFSET=600 $(MAKE) --no-print-directory down
-	@rm -rf $(GRIDLAKE_HOME)/test $(GRIDLAKE_HOME)/test-grid $(GRIDLAKE_HOME)/test-demo $(GRIDLAKE_HOME)/demo-ci $(GRIDLAKE_HOME)/pytest-warehouse $(GRIDLAKE_HOME)/pytest-grid $(GRIDLAKE_HOME)/pytest-demo
+	@GRIDLAKE_INSTANCE=test-faults GRIDLAKE_PORT_OFFSET=1200 $(MAKE) --no-print-directory down
+	@rm -rf $(GRIDLAKE_HOME)/test $(GRIDLAKE_HOME)/test-grid $(GRIDLAKE_HOME)/test-demo $(GRIDLAKE_HOME)/demo-ci $(GRIDLAKE_HOME)/test-faults $(GRIDLAKE_HOME)/pytest-warehouse $(GRIDLAKE_HOME)/pytest-grid $(GRIDLAKE_HOME)/pytest-demo $(GRIDLAKE_HOME)/pytest-faults

@@ -9,6 +9,7 @@
 # 1 week, 4,000 jobs) or `full` (the shipped demo); `off` (the default here) skips it. In the
 # full form its dashboards are timed once the warehouse shard has ended (they compete with the
 # scheduled DAGs then, not with the other shard); the short form does not wait.
+# The fault trials' short form follows the warehouse shard in its lane (GRIDLAKE_TEST_FAULTS=short).
 # Usage: bash infra/test.sh [pytest args...]   (a marker expression comes from PYTEST_MARK)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +18,38 @@ pytest="$GRIDLAKE_HOME/venv/bin/pytest"
 mark="${PYTEST_MARK:-not nightly}"
 log="$GRIDLAKE_HOME/test-warehouse.log"
 
-GRIDLAKE_TEST_SHARD=warehouse GRIDLAKE_TEST_INSTANCE=test \
-  "$pytest" -m "$mark" --basetemp="$GRIDLAKE_HOME/pytest-warehouse" "$@" >"$log" 2>&1 &
+# The warehouse lane: its shard, then (GRIDLAKE_TEST_FAULTS=short, make test's default) the fault
+# trials' short form (tests/faults: one round, a SIGKILL at a random moment of ingest and of
+# refine, the two writers of bronze and silver; publish and analyze kills are in make test-faults)
+# on an instance of its own (test-faults, ports + 1200); its exit status is the first failure of
+# the two. The lane is the shorter one (last official CI: warehouse 3,465 s, the other lane about
+# 4,400 s), which the trials (~8 min quiet, all four steps with analyze on one group 708 s) fill.
+warehouse_lane() {
+  local child rc frc
+  trap 'kill "$child" 2>/dev/null; wait "$child" 2>/dev/null; exit 130' INT TERM
+  GRIDLAKE_TEST_SHARD=warehouse GRIDLAKE_TEST_INSTANCE=test \
+    "$pytest" -m "$mark" --basetemp="$GRIDLAKE_HOME/pytest-warehouse" "$@" &
+  child=$!
+  wait "$child"
+  rc=$?
+  case "${GRIDLAKE_TEST_FAULTS:-off}" in
+    off) ;;
+    short)
+      echo "[test] the fault trials (short form: 1 round), after the warehouse shard:"
+      GRIDLAKE_TEST_INSTANCE=test-faults GRIDLAKE_PORT_OFFSET=1200 GRIDLAKE_FAULT_ROUNDS=1 \
+        GRIDLAKE_FAULT_STEPS=ingest,refine GRIDLAKE_FAULT_MAX_OFFSETS=1000 \
+        "$pytest" -m faults --basetemp="$GRIDLAKE_HOME/pytest-faults" "$@" tests/faults &
+      child=$!
+      wait "$child"
+      frc=$?
+      echo "[test] fault trials exit $frc"
+      if [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ]; then rc=$frc; fi
+      ;;
+    *) echo "[test] GRIDLAKE_TEST_FAULTS=$GRIDLAKE_TEST_FAULTS: off or short" >&2; rc=2 ;;
+  esac
+  return "$rc"
+}
+warehouse_lane "$@" >"$log" 2>&1 &
 warehouse=$!
 stop() { kill "$warehouse" 2>/dev/null; wait "$warehouse" 2>/dev/null; }
 trap 'stop; exit 130' INT TERM
