@@ -50,18 +50,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # make test runs two pytest processes side by side (infra/test.sh), one per shard, each on its
 # own instance: "warehouse" takes every module with a test on the demo warehouse (the gold_demo
-# fixture: the demo week through the whole pipeline, Thrift, Superset), "grid" all the others
-# (the simulated grid, real samples, Airflow DAGs, unit tests). A module is never split, so its
-# fixtures are built once. WAREHOUSE_TOO: modules of the grid's kind that run in the warehouse
-# shard to balance the lanes (the grid shard is followed by the demo test in its lane; measured in
-# CI: grid 1,112 s + demo 810 s against warehouse 1,445 s, then with the network analytics moved
-# grid 1,010 s + demo ~1,140 s against warehouse 1,660 s); each builds only fixtures of its own.
+# fixture: the demo week through `make demo` itself, cold and warm, then Thrift and Superset),
+# "grid" all the others (the simulated grid, real samples, Airflow DAGs, unit tests), followed in
+# its lane by the fault trials' short form. A module is never split, so its fixtures are built
+# once. WAREHOUSE_TOO: modules of the grid's kind that run in the warehouse shard to balance the
+# lanes (none since the warehouse is built by `make demo`, which was make test's separate demo
+# test: last measured before, grid 2,364 s + demo 2,960 s against warehouse 4,817 s of which
+# its own build of the demo week 1,771 s; network analytics, job identity and the volume rule,
+# ~1,470 s, then moved to the grid shard).
 SHARDS = ("warehouse", "grid")
-WAREHOUSE_TOO = {
-    "tests.test_network_analytics",
-    "tests.test_job_identity",
-    "tests.test_volume_rule",  # its own warehouse folder: safe beside the demo week
-}
+WAREHOUSE_TOO: set[str] = set()
 
 
 def _keep_shard(config: pytest.Config, items: list[pytest.Item], shard: str) -> None:
@@ -101,7 +99,8 @@ def settings():
 @pytest.fixture(scope="session")
 def fresh_state(settings) -> Path:
     """Stop leftovers of an earlier session (by PID) and wipe the test instance's state."""
-    for script in ("superset.sh", "thrift.sh", "spark_server.sh", "kafka.sh", "derby.sh"):
+    for script in ("airflow.sh", "superset.sh", "thrift.sh", "spark_server.sh", "kafka.sh",
+                   "derby.sh"):  # fmt: skip
         if (INFRA / script).exists():
             infra(script, "stop")
     keep = {"screenshots"}
@@ -243,33 +242,101 @@ def jobs_published(kafka, demo_week):
     return week, paths
 
 
-# The day the warehouse shard's DAG runs are dated (their logical date; any day works for
-# grid_ingest and grid_analytics, which take whatever Kafka and silver hold).
+# The days the warehouse shard's `make demo` runs are pinned to: "today" a Monday, so that the demo
+# week (2026-W47) is the week just ended and reported, then the Thursday of the same week (the
+# warm re-run). Its DAG runs (`airflow dags test`) are dated the first.
 DAG_RUN_DAY = "2026-11-23"
+WARM_DAY = "2026-11-26"
+
+
+def _make_demo(env: dict[str, str], today: str) -> dict:
+    import time
+
+    from .demo_helpers import steps
+
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO_ROOT), "demo"], capture_output=True,
+        text=True, timeout=3600, env={**env, "GRIDLAKE_DEMO_TODAY": today},
+    )  # fmt: skip
+    seconds = round(time.monotonic() - t0)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"make demo (today {today}) failed ({proc.returncode}) after {seconds} s:\n"
+            f"{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
+        )
+    state = get_settings().state
+    logs = {
+        dag: log.read_text(errors="replace")
+        for dag in ("grid_ingest", "grid_analytics")
+        if (log := state / "logs" / f"demo-{dag}.log").is_file()
+    }  # the runs' outputs: the warm run's grid_ingest writes its own over them
+    return {"out": proc.stdout + proc.stderr, "s": seconds, "steps": steps(state), "logs": logs}
 
 
 @pytest.fixture(scope="session")
-def demo_dag_runs(spark, jobs_published) -> dict[str, tuple[str, str]]:
-    """The demo week through the pipeline as production runs it: the instance's tables and views
-    (`gridlake init`'s work), then Airflow's grid_ingest and grid_analytics DAGs (`airflow dags
-    test`), each task the real gridlake CLI, run in the instance's gridlake server.
-    {dag_id: (run_id, the run's output)}; the short form of the DAG runs checks them
-    (test_dag_runs.py), every test on the demo week's warehouse reads what they wrote."""
-    from gridlake.catalog import ensure_all
-    from gridlake.serving.views import create_views
+def made_demo(spark, derby, kafka, demo_week) -> Iterator[dict]:
+    """The demo week through `make demo` as a newcomer runs it (its short form in make test: one
+    week, the demo week's records instead of a simulated grid, GRIDLAKE_DEMO_DATA), on the test
+    instance: the services (`make up`), Airflow's grid_ingest and grid_analytics (`airflow dags
+    test`, each task the real gridlake CLI in the instance's gridlake server), the week's
+    reports by a scheduled Airflow, the dashboards warmed; then again on a later day of the same
+    week (the warm re-run, which must find nothing to do). The periodic DAGs stay paused
+    (GRIDLAKE_DEMO_KEEP_PAUSED) and Airflow is stopped once its runs and listeners are noted,
+    so that nothing scheduled writes beside the tests. Every demo-week test reads what it built;
+    test_dag_runs.py checks the runs and what `make demo` printed.
 
-    from .airflow_helpers import dags_test
+    {"cold": {out, s, steps}, "warm": {...}, "runs": {dag: [run]}, "loopback": (rc, output)}."""
+    from .airflow_helpers import AirflowAPI, airflow_sh
+    from .demo_helpers import record
 
-    ensure_all(spark)
-    create_views(spark)
-    ensure_cli_server()
-    return {dag: dags_test(dag, DAG_RUN_DAY) for dag in ("grid_ingest", "grid_analytics")}
+    _week, paths = demo_week
+    settings = get_settings()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRIDLAKE_TEST_")}
+    env.update({"GRIDLAKE_DEMO_DATA": str(paths["jobs"].parent), "GRIDLAKE_DEMO_WEEKS": "1",
+                "GRIDLAKE_DEMO_KEEP_PAUSED": "1"})  # fmt: skip
+    cold = _make_demo(env, DAG_RUN_DAY)
+    _SERVER["started"] = True  # `make up` started the gridlake server: stopped at the end
+    warm = _make_demo(env, WARM_DAY)
+    record(cold_s=cold["s"], cold_today=DAG_RUN_DAY, size="make test: the demo week",
+           cold_steps=cold["steps"], warm_s=warm["s"], warm_today=WARM_DAY,
+           warm_steps=warm["steps"])  # fmt: skip
+    api = AirflowAPI(f"http://127.0.0.1:{8080 + settings.port_offset}", settings.state)
+    dags = ("grid_ingest", "grid_analytics", "grid_weekly_site_reports", "grid_maintenance")
+    runs = {dag: api.runs(dag) for dag in dags}
+    loopback = subprocess.run(["bash", str(INFRA / "check_loopback.sh")], capture_output=True,
+                              text=True, timeout=120, env=env)  # fmt: skip
+    scheduler = (settings.state / "run" / "airflow-scheduler.pid").is_file()
+    stopped = airflow_sh("stop")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    listeners = (loopback.returncode, loopback.stdout + loopback.stderr)
+    yield {"cold": cold, "warm": warm, "runs": runs, "scheduler_ran": scheduler,
+           "loopback": listeners, "env": env}  # fmt: skip
+    # `make down` of the instance: Superset, the Thrift Server and the gridlake server `make up`
+    # started (the fixtures' own stops after it find nothing left to stop)
+    subprocess.run(["make", "--no-print-directory", "-C", str(REPO_ROOT), "down"],
+                   capture_output=True, text=True, timeout=900, env=env)  # fmt: skip
 
 
 @pytest.fixture(scope="session")
-def gold_demo(demo_dag_runs, jobs_published):
-    """The demo week in bronze, silver, gold and the grid views (see demo_dag_runs)."""
-    return jobs_published[0]
+def demo_dag_runs(made_demo) -> dict[str, tuple[str, str]]:
+    """{dag_id: (run_id, output)} of the `airflow dags test` runs of grid_ingest and
+    grid_analytics in the cold `make demo` (its logs demo-<dag>.log as the cold run left them)."""
+    from .airflow_helpers import finished_run
+
+    out = {}
+    for dag in ("grid_ingest", "grid_analytics"):
+        text = made_demo["cold"]["logs"][dag]
+        run_id, state = finished_run(text)
+        assert state == "success", text[-4000:]
+        out[dag] = (run_id, text)
+    return out
+
+
+@pytest.fixture(scope="session")
+def gold_demo(demo_dag_runs, demo_week):
+    """The demo week in bronze, silver, gold and the grid views (see made_demo)."""
+    return demo_week[0]
 
 
 @pytest.fixture(scope="session")

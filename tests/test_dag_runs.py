@@ -1,15 +1,16 @@
-"""The DAG runs' short form, in `make test`: the demo week through Airflow as production runs it.
+"""The DAG runs' short form, in `make test`: the demo week through `make demo` and Airflow as
+production runs them.
 
-conftest's ``demo_dag_runs`` builds the warehouse every demo-week test reads by running
-grid_ingest and grid_analytics (`airflow dags test`, each task the real gridlake CLI in the
-instance's gridlake server); here those runs are checked, then one weekly report run
-(grid_weekly_site_reports for 2026-W47, a PDF checked page by page). A backfill of two weeks by a
-scheduled Airflow listening on 127.0.0.1 only (W46, which has no gold, fails with the reason and
-writes nothing; W47's reports come out byte for byte as the first run's) is in `make
-test-nightly` (marker ``nightly``: its Airflow start and two report runs cost ~200 s of make
-test's lane on two loaded cores); make test's demo test runs a scheduled Airflow, and checks
-that every listener of its instance is on loopback, and the DAG runs it scheduled. The full form
-on a three-week simulated grid (analytics twice, maintenance, a three-week backfill) is
+conftest's ``made_demo`` builds the warehouse every demo-week test reads with `make demo` itself
+(short form: one week, the demo week's records published instead of a simulated grid), cold then
+warm: grid_ingest and grid_analytics by `airflow dags test` (each task the real gridlake CLI in
+the instance's gridlake server), the week's reports by a scheduled Airflow listening on 127.0.0.1.
+Here what it printed and the runs are checked, then the report run of 2026-W47 (a PDF checked
+page by page). A backfill of two weeks (W46, which has no gold, fails with the reason and writes
+nothing; W47's reports come out byte for byte as the first run's) is in `make test-nightly`
+(marker ``nightly``); `make test-demo` runs the demo as shipped (four simulated weeks) on an
+instance of its own, with its dashboards and `make down`. The full form on a three-week
+simulated grid (analytics twice, maintenance, a three-week backfill) is
 tests/test_orchestration.py (`make test-nightly`).
 """
 
@@ -33,7 +34,6 @@ from .airflow_helpers import (
     airflow_pids,
     airflow_sh,
     assert_report_pages,
-    dags_test,
     listeners,
     task_states,
 )
@@ -50,13 +50,58 @@ def demo_sites(week) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def weekly_reports(gold_demo, tmp_path_factory):
-    run_id, out = dags_test("grid_weekly_site_reports", REPORT_DATE)
+def weekly_reports(made_demo, gold_demo, tmp_path_factory):
+    """The run of grid_weekly_site_reports that reported the week just ended (W47, the run after
+    Monday 2026-11-23 06:00), which `make demo`'s backfill had a scheduled Airflow run: (run_id,
+    its tasks' logs, the week's report folder, a copy of its HTML files)."""
+    runs = [
+        r for r in made_demo["runs"]["grid_weekly_site_reports"]
+        if (r["run_after"] or "")[:10] == REPORT_DATE
+    ]  # fmt: skip
+    assert runs and all(r["state"] == "success" for r in runs), made_demo["runs"]
+    run_id = runs[-1]["dag_run_id"]
+    logs = get_settings().state / "airflow" / "logs" / "dag_id=grid_weekly_site_reports"
+    out = "\n".join(
+        f.read_text(errors="replace") for f in sorted((logs / f"run_id={run_id}").rglob("*.log"))
+    )
     folder = report_dir(parse_week("2026-W47"))
     keep = tmp_path_factory.mktemp("w47_first_run")
     for f in folder.glob("*.html"):
         shutil.copy(f, keep / f.name)
     return run_id, out, folder, keep
+
+
+def test_make_demo_built_this_warehouse_and_its_warm_rerun_does_nothing_again(made_demo, gold_demo):
+    """`make demo` (short form: the demo week, GRIDLAKE_DEMO_DATA) as conftest's made_demo ran
+    it, cold then warm: what it printed (the week's efficiency per site, least efficient first,
+    the report folder, URLs and login files on loopback, each "Try" command working as printed),
+    the warm run skipping analytics and the reports, no failed run of any DAG, the scheduler
+    started and every listener of the instance on loopback."""
+    from .demo_helpers import check_summary
+
+    settings = get_settings()
+    offset, n_sites = settings.port_offset, len(demo_sites(gold_demo))
+    cold, warm = made_demo["cold"], made_demo["warm"]
+    check_summary(cold["out"], settings.state, ["2026-W47"], made_demo["env"], tries=False,
+                  offset=offset, n_sites=n_sites)  # fmt: skip
+    check_summary(warm["out"], settings.state, ["2026-W47"], made_demo["env"], tries=True,
+                  offset=offset, n_sites=n_sites)  # fmt: skip
+    assert "publishing the records of" in cold["out"], cold["out"][-3000:]
+    assert "already published" in warm["out"], warm["out"][-3000:]
+    assert "grid_analytics not re-run" in warm["out"], warm["out"][-3000:]
+    assert "nothing to backfill" in warm["out"], warm["out"][-3000:]
+    assert made_demo["scheduler_ran"]
+    runs = made_demo["runs"]
+    failed = {d: [r["dag_run_id"] for r in rs if r["state"] == "failed"] for d, rs in runs.items()}
+    assert not any(failed.values()), failed
+    assert [r["state"] for r in runs["grid_weekly_site_reports"]] == ["success"], runs
+    rc, listening = made_demo["loopback"]
+    assert rc == 0 and "NOT LOCAL" not in listening, listening
+    ports = [
+        ln.split()[1].rsplit(":", 1)[1] for ln in listening.splitlines() if ln.startswith("ok")
+    ]
+    for port in (8080, 8088, 10000):  # Airflow's API server, Superset, the Thrift Server
+        assert str(port + offset) in ports, (port + offset, listening)
 
 
 def test_grid_ingest_lands_the_demo_week_in_silver(demo_dag_runs, gold_demo, spark):

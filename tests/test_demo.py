@@ -14,10 +14,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import time
@@ -28,6 +26,7 @@ import pytest
 
 from gridlake.settings import REPO_ROOT
 from tests.airflow_helpers import AirflowAPI
+from tests.demo_helpers import check_summary, record, steps
 from tests.superset_helpers import render_dashboards
 
 DEMO_SH = REPO_ROOT / "infra" / "demo.sh"
@@ -149,76 +148,9 @@ def _instance_processes(state: Path) -> list[str]:
     return found
 
 
-def _record(**figures: object) -> None:
-    home = Path(os.environ.get("GRIDLAKE_HOME", REPO_ROOT / ".gridlake"))
-    out = home / "bench-results" / "results-demo.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    results = json.loads(out.read_text()) if out.exists() else {}
-    demo = results.setdefault("demo", {})
-    demo.update(figures)
-    demo["measured_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    demo["load_average_1m"] = round(os.getloadavg()[0], 2)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-
-
 def _airflow_runs(api: AirflowAPI) -> dict[str, list[dict]]:
     dags = ("grid_ingest", "grid_analytics", "grid_weekly_site_reports", "grid_maintenance")
     return {dag: api.runs(dag) for dag in dags}
-
-
-def _steps(state: Path) -> dict[str, int]:
-    """The seconds of each step of the last demo run (infra/demo.sh's demo-steps.tsv)."""
-    tsv = state / "logs" / "demo-steps.tsv"
-    if not tsv.is_file():
-        return {}
-    return {k: int(v) for k, v in (ln.split("\t") for ln in tsv.read_text().splitlines() if ln)}
-
-
-def _check_summary(
-    out: str, state: Path, weeks: list[str], env: dict[str, str], tries: bool
-) -> None:
-    assert "gridlake demo is up" in out, out[-4000:]
-    # The week's efficiency per site: a table with the eight simulated sites.
-    table = [ln for ln in out.splitlines() if ln.startswith("|") and "|" in ln[1:]]
-    assert table and "cpu_eff" in table[0], out[-4000:]
-    rows = [ln for ln in table[1:] if not set(ln) <= set("|+-= ")]
-    assert len(rows) == 8, table
-    effs = [float(cell) for r in rows for cell in [r.split("|")[2].strip()]]
-    assert effs == sorted(effs) and all(0 < e <= 1 for e in effs), effs
-    # The report folders of the expected ISO weeks.
-    line = next(ln for ln in out.splitlines() if "Reports:" in ln)
-    assert line.split("weeks:", 1)[1].split() == weeks, line
-    for week in weeks:
-        folder = state / "reports" / week
-        assert (folder / "index.html").is_file(), folder
-        assert (folder / "grid-summary.pdf").stat().st_size > 10_000, folder
-        assert len(list(folder.glob("*.pdf"))) >= 9, folder  # the summary + one per site
-    # URLs on loopback and the login files they name.
-    assert f"http://127.0.0.1:{8080 + OFFSET}" in out
-    assert f"http://127.0.0.1:{8088 + OFFSET}/superset/dashboard/grid-operations/" in out
-    assert f"jdbc:hive2://127.0.0.1:{10000 + OFFSET}" in out
-    for path in re.findall(r"(/\S+secrets/\S+?)(?:[:)\s]|$)", out):
-        assert Path(path).is_file(), path
-    # Each "Try" command works as printed (once: the warm run prints the same commands).
-    if not tries:
-        assert "Try:" in out, out[-2000:]
-        return
-    tries = []
-    lines = out.splitlines()
-    for i, ln in enumerate(lines):
-        if ln.strip().startswith("Try:"):
-            tries.append(ln.split("Try:", 1)[1].strip())
-            tries += [x.strip() for x in lines[i + 1 :] if x.startswith(" " * 10) and x.strip()]
-            break
-    assert len(tries) >= 2, out[-2000:]
-    for cmd in tries:
-        done = subprocess.run(shlex.split(cmd), capture_output=True, text=True, timeout=900,
-                              env=env)  # fmt: skip
-        assert done.returncode == 0, (cmd, done.stdout[-2000:], done.stderr[-2000:])
-        assert done.stdout.strip(), cmd
-        if "--format csv" in cmd:
-            header, *data = done.stdout.strip().splitlines()
-            assert header.startswith("site,") and len(data) == 8, done.stdout
 
 
 @pytest.mark.demo
@@ -246,14 +178,24 @@ def test_make_demo_cold_then_warm_then_down():
         cold, cold_s = _make("demo", monday.isoformat(), 3600)
         assert cold.returncode == 0, (cold.stdout[-6000:], cold.stderr[-6000:])
         out = cold.stdout + cold.stderr
-        _record(cold_s=round(cold_s), cold_today=monday.isoformat(), size=DEMO_SIZE or "shipped",
-                cold_steps=_steps(state))  # fmt: skip
-        _check_summary(out, state, weeks, _env(monday.isoformat()), tries=False)
+        record(cold_s=round(cold_s), cold_today=monday.isoformat(), size=DEMO_SIZE or "shipped",
+                cold_steps=steps(state))  # fmt: skip
+        check_summary(
+            out, state, weeks, _env(monday.isoformat()), tries=False, offset=OFFSET, n_sites=8
+        )
 
         warm, warm_s = _make("demo", later.isoformat(), 1800)
         assert warm.returncode == 0, (warm.stdout[-6000:], warm.stderr[-6000:])
-        _record(warm_s=round(warm_s), warm_today=later.isoformat(), warm_steps=_steps(state))
-        _check_summary(warm.stdout + warm.stderr, state, weeks, _env(later.isoformat()), tries=True)
+        record(warm_s=round(warm_s), warm_today=later.isoformat(), warm_steps=steps(state))
+        check_summary(
+            warm.stdout + warm.stderr,
+            state,
+            weeks,
+            _env(later.isoformat()),
+            tries=True,
+            offset=OFFSET,
+            n_sites=8,
+        )
         assert "grid_analytics not re-run" in warm.stderr, warm.stderr[-3000:]
         assert "nothing to backfill" in warm.stderr, warm.stderr[-3000:]
 
@@ -284,12 +226,12 @@ def test_make_demo_cold_then_warm_then_down():
         # Dashboards while the scheduled DAGs run: maintenance (OPTIMIZE, VACUUM) and a report
         # week, triggered now so that they do run while Chromium loads each dashboard (the full
         # form; the short form renders them under the suite's load and times nothing).
-        _record(waited_for_quiet_s=_wait_for_quiet())
+        record(waited_for_quiet_s=_wait_for_quiet())
         busy_dags = () if DEMO_SIZE else ("grid_maintenance", "grid_weekly_site_reports")
         for dag in busy_dags:
             assert api.trigger(dag).startswith("manual__")
         dashboard_s = render_dashboards(f"http://127.0.0.1:{8088 + OFFSET}", state, "demo")
-        _record(dashboard_s=dashboard_s)
+        record(dashboard_s=dashboard_s)
         if busy_dags:
             manual = [r["state"] for r in api.runs("grid_maintenance")
                       if r["dag_run_id"].startswith("manual__")]  # fmt: skip
