@@ -13,7 +13,7 @@
 #              none)
 #   stop       stop those components, by PID, and the task processes they left running
 #   status     venv, metadata DB, secrets and components at a glance
-#   login      print the UI's URL, user and generated password
+#   login      print the UI's URL, user and the file that holds its generated password
 #   run        any airflow command with gridlake's environment, e.g. `run tasks states-for-dag-run ..`
 #   python     the Airflow venv's python with that environment (no DB needed), e.g. the DAG checks
 # Airflow never shares a venv with Spark or Superset: tasks call the gridlake CLI of the main venv
@@ -55,6 +55,10 @@ airflow_env() {
   export AIRFLOW__API__PORT="$((8080 + GRIDLAKE_PORT_OFFSET))"
   export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$AIRFLOW__API__PORT/execution/"
   export AIRFLOW__LOGGING__BASE_LOG_FOLDER="$AIRFLOW_HOME/logs"
+  # Task logs and their folders are the owner's only (Airflow's defaults 0o664 and 0o775 set them
+  # explicitly, whatever the umask)
+  export AIRFLOW__LOGGING__FILE_TASK_HANDLER_NEW_FOLDER_PERMISSIONS=0o700
+  export AIRFLOW__LOGGING__FILE_TASK_HANDLER_NEW_FILE_PERMISSIONS=0o600
   # Never started (see "Log servers" above); shifted anyway so instances could never collide.
   export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT="$((8793 + GRIDLAKE_PORT_OFFSET))"
   export AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT="$((8794 + GRIDLAKE_PORT_OFFSET))"
@@ -270,8 +274,8 @@ stop_task_processes() {
 
 login() {
   airflow_env
-  echo "Airflow UI:   http://127.0.0.1:$AIRFLOW__API__PORT  (user admin, password in $PASSWORDS:"
-  echo "              $("$VENV/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["admin"])' "$PASSWORDS"))"
+  # the path of the 0600 file, never the password itself (it would end up in terminals and logs)
+  echo "Airflow UI:   http://127.0.0.1:$AIRFLOW__API__PORT  (user admin, password: key \"admin\" of $PASSWORDS)"
 }
 
 status() {

@@ -1,6 +1,9 @@
 # Sourced by every infra script: one place for paths and ports.
 # GRIDLAKE_HOME holds shared installs (venvs, jars); GRIDLAKE_INSTANCE selects a state folder
 # with its own data, logs, PIDs and ports, so the test suite never touches the demo's warehouse.
+# Everything an instance's services and jobs write is their owner's only (the state folder holds
+# accounting data per site, logs and secrets): files 0600, folders 0700.
+umask 077
 GRIDLAKE_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export GRIDLAKE_REPO
 export GRIDLAKE_HOME="${GRIDLAKE_HOME:-$GRIDLAKE_REPO/.gridlake}"

@@ -29,6 +29,11 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from gridlake.settings import REPO_ROOT, get_settings
 
+# What the suite itself writes into an instance (its SparkSession's files, screenshots) is its
+# owner's only, as what the services write; `make demo` runs under a newcomer's umask 022 and
+# must set its own (made_demo checks that nothing of the instance is readable by others).
+os.umask(0o077)
+
 INFRA = REPO_ROOT / "infra"
 DEMO_WEEK_START = date(2026, 11, 16)  # ISO week 2026-W47
 REALDATA = REPO_ROOT.parent / "shared" / "realdata"
@@ -114,7 +119,9 @@ def fresh_state(settings) -> Path:
         for child in settings.state.iterdir():
             if child.name not in keep:
                 shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
-    settings.state.mkdir(parents=True, exist_ok=True)
+    settings.state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for path in [settings.state, *settings.state.rglob("*")]:  # what an older session left
+        path.chmod(0o700 if path.is_dir() else 0o600)
     return settings.state
 
 
@@ -264,6 +271,7 @@ def _make_demo(env: dict[str, str], today: str) -> dict:
     proc = subprocess.run(
         ["make", "--no-print-directory", "-C", str(REPO_ROOT), "demo"], capture_output=True,
         text=True, timeout=3600, env={**env, "GRIDLAKE_DEMO_TODAY": today},
+        preexec_fn=lambda: os.umask(0o022),  # a newcomer's shell: the demo sets its own
     )  # fmt: skip
     seconds = round(time.monotonic() - t0)
     if proc.returncode != 0:
@@ -294,13 +302,16 @@ def made_demo(spark, derby, kafka, demo_week) -> Iterator[dict]:
 
     {"cold": {out, s, steps}, "warm": {...}, "runs": {dag: [run]}, "loopback": (rc, output)}."""
     from .airflow_helpers import AirflowAPI, airflow_sh
-    from .demo_helpers import record
+    from .demo_helpers import leaks, readable_by_others, record
 
     _week, paths = demo_week
     settings = get_settings()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRIDLAKE_TEST_")}
+    # the dashboards are not warmed: test_superset.py queries every chart itself (~300 s of
+    # make test's longest lane under load)
     env.update({"GRIDLAKE_DEMO_DATA": str(paths["jobs"].parent), "GRIDLAKE_DEMO_WEEKS": "1",
-                "GRIDLAKE_DEMO_KEEP_PAUSED": "1"})  # fmt: skip
+                "GRIDLAKE_DEMO_KEEP_PAUSED": "1",
+                "GRIDLAKE_DEMO_WARM_DASHBOARDS": "0"})  # fmt: skip
     cold = _make_demo(env, DAG_RUN_DAY)
     _SERVER["started"] = True  # `make up` started the gridlake server: stopped at the end
     warm = _make_demo(env, WARM_DAY)
@@ -313,11 +324,16 @@ def made_demo(spark, derby, kafka, demo_week) -> Iterator[dict]:
     loopback = subprocess.run(["bash", str(INFRA / "check_loopback.sh")], capture_output=True,
                               text=True, timeout=120, env=env)  # fmt: skip
     scheduler = (settings.state / "run" / "airflow-scheduler.pid").is_file()
+    # every service of the instance up: their command lines, and what the instance holds
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, timeout=60).stdout
+    found = leaks(settings.state, {"ps -eo args": ps, "the cold make demo's output": cold["out"],
+                                   "the warm make demo's output": warm["out"]})  # fmt: skip
+    public = readable_by_others(settings.state)
     stopped = airflow_sh("stop")
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     listeners = (loopback.returncode, loopback.stdout + loopback.stderr)
     yield {"cold": cold, "warm": warm, "runs": runs, "scheduler_ran": scheduler,
-           "loopback": listeners, "env": env}  # fmt: skip
+           "loopback": listeners, "env": env, "leaks": found, "public": public}  # fmt: skip
     # `make down` of the instance: Superset, the Thrift Server and the gridlake server `make up`
     # started (the fixtures' own stops after it find nothing left to stop)
     subprocess.run(["make", "--no-print-directory", "-C", str(REPO_ROOT), "down"],

@@ -90,3 +90,50 @@ def check_summary(
         if "--format csv" in cmd:
             header, *data = done.stdout.strip().splitlines()
             assert header.startswith("site,") and len(data) == n_sites, done.stdout
+
+
+def secret_values(state: Path) -> dict[str, str]:
+    """Every secret the instance generated, {where: value}: the values of its secrets folder's
+    files (``KEY=value`` and ``key: value`` lines, JSON objects), URLs left out."""
+    found: dict[str, str] = {}
+    for path in sorted((state / "secrets").glob("*")):
+        text = path.read_text(errors="replace")
+        if path.suffix == ".json":
+            pairs = [(k, str(v)) for k, v in json.loads(text).items()]
+        else:
+            pairs = []
+            for line in text.splitlines():
+                sep = "=" if "=" in line and ": " not in line else ": "
+                if sep in line:
+                    key, value = line.split(sep, 1)
+                    pairs.append((key.strip(), value.strip()))
+        for key, value in pairs:
+            if len(value) >= 12 and "://" not in value and key.lower() not in ("user", "url"):
+                found[f"{path.name}:{key}"] = value
+    return found
+
+
+def leaks(state: Path, texts: dict[str, str]) -> list[str]:
+    """Where a secret of the instance appears: in one of ``texts`` ({name: text}, e.g. the
+    command lines of every process, what a command printed) or in a log file of the instance
+    (a ``*.log`` file, or any file under a ``logs`` folder)."""
+    secrets = secret_values(state)
+    assert secrets, f"no secret found in {state / 'secrets'}"
+    out = []
+    for name, text in texts.items():
+        out += [f"{key} in {name}" for key, value in secrets.items() if value in text]
+    for path in state.rglob("*"):
+        rel = path.relative_to(state)
+        if not path.is_file() or rel.parts[0] == "secrets":
+            continue
+        if path.suffix != ".log" and "logs" not in rel.parts[:-1]:
+            continue
+        data = path.read_bytes()
+        out += [f"{key} in {rel}" for key, value in secrets.items() if value.encode() in data]
+    return out
+
+
+def readable_by_others(state: Path) -> list[str]:
+    """The files and folders of the instance that other users may read (mode o+r)."""
+    paths = [state, *state.rglob("*")]
+    return [str(p) for p in paths if not p.is_symlink() and p.lstat().st_mode & 0o004]

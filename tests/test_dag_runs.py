@@ -104,6 +104,16 @@ def test_make_demo_built_this_warehouse_and_its_warm_rerun_does_nothing_again(ma
         assert str(port + offset) in ports, (port + offset, listening)
 
 
+def test_make_demo_leaves_nothing_readable_by_others_and_no_secret_in_sight(made_demo):
+    """Run under a newcomer's umask 022, `make demo` leaves no file or folder of the instance
+    readable by other users (warehouse, logs, Kafka's and Derby's data, Airflow's task logs,
+    reports), and no secret the instance generated (Superset's SECRET_KEY and admin password,
+    Airflow's keys and admin password) in what it printed, in a log file, or on the command line
+    of any process while every service runs (taken before Airflow was stopped)."""
+    assert made_demo["public"] == [], made_demo["public"][:20]
+    assert made_demo["leaks"] == [], made_demo["leaks"]
+
+
 def test_grid_ingest_lands_the_demo_week_in_silver(demo_dag_runs, gold_demo, spark):
     from gridlake.catalog import SILVER_JOBS
 

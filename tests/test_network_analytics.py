@@ -597,6 +597,7 @@ def test_model_saved_at_the_edge(spark, settings, tmp_path):
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.nightly  # ~245 s of make test's grid lane under load: a training run per version
 def test_train_network_versions_runs_and_analyze_applies_the_model(
     spark, settings, network, net_grid, planted, tmp_path
 ):

@@ -171,6 +171,8 @@ def test_shipped_rule_upgrades_apply_and_operator_versions_win(spark, gold_demo)
         analyze(spark, groups=["efficiency"])
 
 
+# nightly: ~270 s of make test's longest lane under load (three analyze runs of a group)
+@pytest.mark.nightly
 def test_analyze_skips_a_group_whose_inputs_did_not_change(spark, gold_demo) -> None:
     """skip_current (Airflow's runs): a group is recomputed only when its code, an input table's
     version or its rules' content changed since its tables were last written. The input-version

@@ -158,6 +158,10 @@ class Settings:
             ),
             "spark.hadoop.hive.metastore.schema.verification": "false",
             "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+            # Hadoop's file systems set each file's mode themselves (0644, directories 0755,
+            # whatever the process's umask): the warehouse's files readable by their owner only,
+            # as everything else of an instance (infra/env.sh's umask 077).
+            "spark.hadoop.fs.permissions.umask-mode": "077",
         }
         conf.update(self.jar_conf())
         if self.metastore_uri:

@@ -780,6 +780,9 @@ def main(argv: list[str] | None = None) -> int:
     from gridlake.ops.server import forward
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    # What a command writes into the instance (reports, tables, logs) is its owner's only, as
+    # what the services write (infra/env.sh), whatever the shell's umask.
+    os.umask(0o077)
     rc = forward(argv)  # the instance's gridlake server runs it, when one runs
     if rc is not None:
         return rc
