@@ -512,7 +512,7 @@ def test_an_executor_killed_mid_analyze_gives_the_same_gold(demo_week: Path) -> 
     t = threading.Thread(target=killer, daemon=True)
     t.start()
     try:
-        again = _gridlake("analyze", "--only", "site_efficiency", timeout=1800)
+        again = _gridlake("analyze", "--full", "--only", "site_efficiency", timeout=1800)
     finally:
         stop.set()
         t.join(timeout=30)

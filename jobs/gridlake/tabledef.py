@@ -53,6 +53,9 @@ class Table:
     # False for tables whose row count follows thresholds rather than the data (alarms, flagged
     # outliers): the gate then does not compare it with the previous version's.
     stable_rows: bool = True
+    # Delta table properties set at creation and kept on an existing table (ensure), e.g. the
+    # change data feed that incremental gold reads (gridlake.gold.analyze).
+    properties: tuple[tuple[str, str], ...] = ()
     question: str = ""  # the question the table answers (table reference)
     example: str = ""  # an ad hoc query over it, run by the tests (table reference)
 
@@ -84,6 +87,32 @@ class Table:
             f"COMMENT {_q(comment)}\nLOCATION {_q(self.path(settings))}"
         )
 
+    def _properties_sql(self) -> str:
+        return ", ".join(f"{_q(k)} = {_q(v)}" for k, v in self.properties)
+
+    def _set_missing_properties(self, spark: SparkSession) -> None:
+        """The table gains the declared properties it lacks (set after CREATE, not in it: a
+        CREATE over an existing location whose properties differ would fail, e.g. after the
+        metastore was rebuilt). Best effort: a property that cannot be set is logged, and what
+        depends on it takes its slower path (incremental gold recomputes whole)."""
+        done = (id(spark), self.full_name)
+        if not self.properties or done in _PROPERTIES_SET:
+            return
+        _PROPERTIES_SET.add(done)  # once per session and table (a metastore and log read)
+        try:
+            rows = spark.sql(f"SHOW TBLPROPERTIES {self.full_name}").collect()
+            have = {r.key: r.value for r in rows}
+            if any(have.get(k, "").lower() != v.lower() for k, v in self.properties):
+                spark.sql(
+                    f"ALTER TABLE {self.full_name} SET TBLPROPERTIES ({self._properties_sql()})"
+                )
+        except Exception as error:  # a metastore entry whose location is gone, a read-only store
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "%s: table properties %s not set: %s", self.full_name, self.properties, error
+            )
+
     def ensure(self, spark: SparkSession, settings: Settings | None = None) -> None:
         """Create the database and the table (registered in the metastore) if missing."""
         ensure_tables(spark, [self], settings)
@@ -108,6 +137,9 @@ class Table:
         from pyspark.sql import functions as F
 
         return df.select(*[F.col(c.name).cast(c.ddl_type).alias(c.name) for c in self.columns])
+
+
+_PROPERTIES_SET: set[tuple[int, str]] = set()
 
 
 def _q(text: str) -> str:
@@ -147,6 +179,7 @@ def ensure_tables(
             table._add_missing_columns(spark)
         else:
             spark.sql(table.ddl(settings))
+        table._set_missing_properties(spark)
 
     if len(tables) == 1:
         one(tables[0])

@@ -1,7 +1,11 @@
 """silver -> gold: recompute the gold tables, one group at a time (each an Airflow task).
 
-Every table is overwritten from silver, so a rerun gives the same table and a changed rule table
-re-scores all of history. Groups and what they read:
+A full run (``gridlake analyze --full``) overwrites every table from silver, so a rerun gives the
+same table and a changed rule table re-scores all of history. The incremental run (the default,
+and Airflow's) skips a group whose inputs did not change and replaces only the ISO weeks whose
+jobs changed in a group of weekly tables (``site_efficiency``); the other groups are recomputed
+whole when an input changed (their history-wide fits are not incremental yet). Incremental and
+full give the same tables (tests/test_incremental_gold.py). Groups and what they read:
 
 - ``site_efficiency``: silver.jobs -> gold.site_efficiency_weekly, site_jobtype_efficiency_weekly
 - ``efficiency``: silver.jobs (+ gold.efficiency_outlier_rules) -> cpu_model_efficiency,
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -217,11 +221,14 @@ def analyze(
 ) -> dict[str, int]:
     """Recompute the gold tables of ``groups`` (all by default); returns rows per table.
 
-    ``skip_current``: leave a group alone when every one of its tables was last written from
-    the inputs it would read now (same code, same input table versions, same rules: see
-    :func:`fingerprint`); Airflow's runs use it, so the daily run and a catch-up run after
-    nothing changed cost a few Delta log reads instead of the whole group. Skipped groups are
-    absent from the returned counts."""
+    ``skip_current`` (incremental; the CLI's default, ``--full`` turns it off): leave a group
+    alone when every one of its tables was last written from the inputs it would read now (same
+    code, same input table versions, same rules: see :func:`fingerprint`), so a run after
+    nothing changed costs a few Delta log reads and commits nothing; and for a group of weekly
+    tables (``build_weeks``), recompute only the ISO weeks whose jobs changed since its last
+    write (:func:`changed_weeks`) and replace those weeks' rows. Without it every group is
+    recomputed whole from silver. Skipped groups are absent from the returned counts; for a
+    group recomputed by weeks the counts are the rows of those weeks."""
     settings = settings or get_settings()
     counts: dict[str, int] = {}
     unknown = [g for g in groups or () if g not in GROUPS]
@@ -255,21 +262,106 @@ def _analyze_group(
     ensure_tables(spark, tables.values(), settings)
     fp = fingerprint(spark, name, settings)
     written = [t for t in tables.values() if t.full_name != "gold.network_model_runs"]
-    if skip_current and all(_last_fingerprint(spark, t, settings) == fp for t in written):
+    last = {_last_fingerprint(spark, t, settings) for t in written}
+    if skip_current and last == {fp}:
         log.warning("gold group %s is current (inputs unchanged): not recomputed", name)
         return {}
+    weeks = (
+        changed_weeks(spark, name, last.pop() if len(last) == 1 else None, fp, settings)
+        if skip_current
+        else None
+    )
+    if weeks == []:
+        log.warning("gold group %s: no job of any week changed: not recomputed", name)
+        return {}
     run_id = f"analyze-{name}-{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}"
-    frames = group(name).build(Inputs(spark, settings))
+    build_weeks = group(name).build_weeks
+    replace_where = None
+    if skip_current and weeks and build_weeks is not None:
+        frames = build_weeks(Inputs(spark, settings), weeks)
+        replace_where = "week IN (" + ", ".join(f"DATE'{w.isoformat()}'" for w in weeks) + ")"
+        log.warning("gold group %s: recomputing the weeks %s", name, [str(w) for w in weeks])
+    else:
+        frames = group(name).build(Inputs(spark, settings))
     if name in RULE_TABLES:  # the rules as written below (built from collected rows)
         fp = fingerprint(spark, name, settings, frames[RULE_TABLES[name]])
-    meta = json.dumps({FINGERPRINT_KEY: fp})
+    meta = {FINGERPRINT_KEY: fp}
+    if replace_where:
+        meta[WEEKS_KEY] = [w.isoformat() for w in weeks or ()]
     counts: dict[str, int] = {}
     for full_name, df in frames.items():
         counts[full_name] = write_gated(
-            spark, tables[full_name], df, meta, run_id, settings, checked
-        )
+            spark, tables[full_name], df, json.dumps(meta), run_id, settings, checked,
+            replace_where=replace_where,
+        )  # fmt: skip
         log.info("gold %s: %d rows", full_name, counts[full_name])
     return counts
+
+
+WEEKS_KEY = "gridlake.analyze.weeks"
+
+
+def changed_weeks(
+    spark: SparkSession, name: str, last: str | None, now: str, settings: Settings
+) -> list[date] | None:
+    """The ISO weeks whose gold rows can differ between the group's last write (fingerprint
+    ``last``) and its inputs now (fingerprint ``now``); None when that cannot be told from the
+    changes alone, and the group is recomputed whole: a group without ``build_weeks``, no
+    previous write, other code or rules, an input other than silver.jobs changed, or the
+    change data feed of silver.jobs not readable over the versions between (enabled later,
+    its log or change files cleaned up).
+
+    The weeks are those of every row silver.jobs' change data feed holds between the two
+    versions (pre- and post-images: a job moved to another week touches both), plus the weeks
+    of the jobs those rows name as ``retry_of`` (a retry arriving weeks later changes its
+    original's week: the retry waste). A version that changed no row (a property, OPTIMIZE)
+    gives no week: nothing is rewritten, the group's fingerprint stays the last one written.
+    """
+    import json
+
+    from pyspark.sql import functions as F
+
+    from gridlake.silver.tables import SILVER_JOBS
+
+    g = group(name)
+    if g.build_weeks is None or last is None:
+        return None
+    try:
+        before, after = json.loads(last), json.loads(now)
+    except ValueError:
+        return None
+    if before.get("code") != after["code"] or before.get("rules") != after["rules"]:
+        return None
+    old, new = before.get("inputs", {}), after["inputs"]
+    jobs_name = SILVER_JOBS.full_name
+    if set(old) != set(new) or any(old[k] != new[k] for k in new if k != jobs_name):
+        return None
+    since, until = int(old.get(jobs_name, -1)), int(new.get(jobs_name, -1))
+    if since < 0 or until < since:
+        return None
+    if until == since:
+        return []
+    path = SILVER_JOBS.path(settings)
+    try:
+        changes = (
+            spark.read.format("delta").option("readChangeFeed", "true")
+            .option("startingVersion", since + 1).option("endingVersion", until)
+            .load(path).select("week", "retry_of")
+        )  # fmt: skip
+        retried = changes.where(F.col("retry_of").isNotNull()).select(
+            F.col("retry_of").alias("job_id")
+        )
+        originals = (
+            spark.read.format("delta").option("versionAsOf", until).load(path)
+            .join(retried.distinct(), "job_id", "left_semi").select("week")
+        )  # fmt: skip
+        rows = changes.select("week").union(originals).distinct().collect()  # one row per week
+    except Exception as error:  # any failure: the whole group is recomputed
+        reason = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+        log.warning("gold group %s: changes of %s v%d..v%d not readable (%s): recomputed whole",
+                    name, jobs_name, since + 1, until, reason)  # fmt: skip
+        return None
+    return sorted(r.week for r in rows if r.week is not None)
 
 
 def _run_groups(
@@ -316,15 +408,19 @@ def _run_groups(
         raise failure
 
 
-def _previous_rows(spark: SparkSession, table: Table, settings: Settings) -> int | None:
-    """The row count of the table's current version from its Delta log (no data read); None
-    for a table never written."""
+def _previous_rows(
+    spark: SparkSession, table: Table, settings: Settings, where: str | None = None
+) -> int | None:
+    """The row count of the table's current version from its Delta log (no data read), or of
+    its rows matching ``where`` (the weeks about to be replaced); None for a table never
+    written."""
     from delta.tables import DeltaTable
 
     path = table.path(settings)
     if not DeltaTable.isDeltaTable(spark, path):
         return None
-    return int(spark.read.format("delta").load(path).count())  # answered from the log's stats
+    current = spark.read.format("delta").load(path)
+    return int((current.where(where) if where else current).count())  # whole: the log's stats
 
 
 def _check_rows(table: Table, results: list[CheckResult], run_id: str) -> list[tuple]:
@@ -351,9 +447,12 @@ def _record_gold_checks(spark: SparkSession, rows: list[tuple], settings: Settin
 
 
 def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run_id: str,
-                settings: Settings, checked: list[tuple]) -> int:  # fmt: skip
+                settings: Settings, checked: list[tuple],
+                replace_where: str | None = None) -> int:  # fmt: skip
     """Replace a gold table with ``df`` once it passes the table's gate (its checks, a unique
     key, no collapse of the row count against the current version); returns the rows written.
+    ``replace_where``: replace only the rows matching this predicate (the weeks an incremental
+    analyze recomputed; ``df`` holds those weeks' rows), compared with the rows it replaces.
 
     The table exists (analyze ensures a group's tables before building it). The frame is
     computed once (persisted, spilling to disk if large), checked, then written.
@@ -365,7 +464,9 @@ def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run
     frame = table.conform(df).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         rows = frame.count()
-        previous = _previous_rows(spark, table, settings) if table.stable_rows else None
+        previous = (
+            _previous_rows(spark, table, settings, replace_where) if table.stable_rows else None
+        )
         gate(
             table,
             frame,
@@ -373,13 +474,15 @@ def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run
             rows=rows,
             record=lambda results: checked.extend(_check_rows(table, results, run_id)),
         )
-        (
+        writer = (
             frame.write.format("delta")
             .mode("overwrite")
             .option("overwriteSchema", "false")
             .option("userMetadata", meta)
-            .save(table.path(settings))
         )
+        if replace_where:
+            writer = writer.option("replaceWhere", replace_where)
+        writer.save(table.path(settings))
         return rows
     finally:
         frame.unpersist()

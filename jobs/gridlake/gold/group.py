@@ -8,8 +8,9 @@ the declarations. Adding a gold table touches its family's module only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -61,3 +62,7 @@ class GoldGroup:
     build: Callable[[Inputs], dict[str, DataFrame]]
     after: tuple[str, ...] = ()
     rules: Table | None = None
+    # Incremental analyze: the group's tables restricted to some ISO weeks (every table of the
+    # group has a ``week`` column, and a week's rows depend only on the silver.jobs rows of that
+    # week plus retries). ``analyze`` then replaces just the weeks whose jobs changed.
+    build_weeks: Callable[[Inputs, Sequence[date]], dict[str, DataFrame]] | None = None

@@ -9,6 +9,7 @@ columns (``MEASURE_COLUMNS``); they differ only in their grain.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
@@ -178,10 +179,13 @@ TABLES: tuple[Table, ...] = (
 )
 
 
-def with_retried_flag(jobs: DataFrame) -> DataFrame:
-    """Add ``was_retried``: true when the attempt's job_id is the retry_of of another row."""
+def with_retried_flag(jobs: DataFrame, retries: DataFrame | None = None) -> DataFrame:
+    """Add ``was_retried``: true when the attempt's job_id is the retry_of of another row of
+    ``retries`` (default ``jobs`` itself; all of silver.jobs when ``jobs`` is some weeks of it:
+    a retry can come weeks later)."""
     retried = (
-        jobs.where(F.col("retry_of").isNotNull())
+        (jobs if retries is None else retries)
+        .where(F.col("retry_of").isNotNull())
         .select(F.col("retry_of").alias("_retried_id"))
         .distinct()
         .withColumn("_retried", F.lit(True))
@@ -197,17 +201,20 @@ def _sum_hours_when(cond: SparkColumn, value: str = "cores_wall_seconds") -> Spa
     return F.coalesce(F.sum(F.when(cond, F.col(value))), F.lit(0.0)) / 3600.0
 
 
-def efficiency_measures(jobs: DataFrame, keys: Sequence[str]) -> DataFrame:
+def efficiency_measures(
+    jobs: DataFrame, keys: Sequence[str], retries: DataFrame | None = None
+) -> DataFrame:
     """silver.jobs -> one row per ``keys`` with the columns of ``MEASURE_COLUMNS``.
 
     Every attempt counts, outliers included. Needs job_id and retry_of (retry waste), status,
-    is_outlier, cores_wall_seconds, cpu_seconds, hs23_core_hours and events.
+    is_outlier, cores_wall_seconds, cpu_seconds, hs23_core_hours and events. ``retries``: see
+    :func:`with_retried_flag`.
     """
     failed = F.col("status") == "failed"
     success = F.col("status") == "success"
     with_events = success & (F.col("events") > 0)
     agg = (
-        with_retried_flag(jobs)
+        with_retried_flag(jobs, retries)
         .groupBy(*keys)
         .agg(
             F.count(F.lit(1)).alias("jobs"),
@@ -245,20 +252,20 @@ def efficiency_measures(jobs: DataFrame, keys: Sequence[str]) -> DataFrame:
     )
 
 
-def site_efficiency_weekly(jobs: DataFrame) -> DataFrame:
+def site_efficiency_weekly(jobs: DataFrame, retries: DataFrame | None = None) -> DataFrame:
     """silver.jobs -> one row per (week, site, vo). Every job counts, outliers included."""
-    return efficiency_measures(jobs, ("week", "site", "vo"))
+    return efficiency_measures(jobs, ("week", "site", "vo"), retries)
 
 
-def site_jobtype_efficiency_weekly(jobs: DataFrame) -> DataFrame:
+def site_jobtype_efficiency_weekly(jobs: DataFrame, retries: DataFrame | None = None) -> DataFrame:
     """silver.jobs -> one row per (week, site, vo, job_type). Every job counts."""
-    return efficiency_measures(jobs, ("week", "site", "vo", "job_type"))
+    return efficiency_measures(jobs, ("week", "site", "vo", "job_type"), retries)
 
 
-def site_failure_modes_weekly(jobs: DataFrame) -> DataFrame:
+def site_failure_modes_weekly(jobs: DataFrame, retries: DataFrame | None = None) -> DataFrame:
     """silver.jobs -> one row per (week, site, job_type, failure_mode) with failed attempts."""
     keys = ("week", "site", "job_type")
-    flagged = with_retried_flag(jobs).withColumn(
+    flagged = with_retried_flag(jobs, retries).withColumn(
         "failure_mode", F.coalesce(F.col("failure_mode"), F.lit("unknown"))
     )
     attempts = jobs.groupBy(*keys).agg(F.count(F.lit(1)).alias("attempts"))
@@ -276,17 +283,19 @@ def site_failure_modes_weekly(jobs: DataFrame) -> DataFrame:
     )
 
 
-def compute(jobs: DataFrame) -> dict[str, DataFrame]:
-    """silver.jobs -> the tables of this module by full name, conformed to their definitions."""
+def compute(jobs: DataFrame, retries: DataFrame | None = None) -> dict[str, DataFrame]:
+    """silver.jobs -> the tables of this module by full name, conformed to their definitions.
+    ``retries``: all of silver.jobs when ``jobs`` is some weeks of it (:func:`with_retried_flag`).
+    """
     return {
         GOLD_SITE_FAILURE_MODES_WEEKLY.full_name: GOLD_SITE_FAILURE_MODES_WEEKLY.conform(
-            site_failure_modes_weekly(jobs)
+            site_failure_modes_weekly(jobs, retries)
         ),
         GOLD_SITE_EFFICIENCY_WEEKLY.full_name: GOLD_SITE_EFFICIENCY_WEEKLY.conform(
-            site_efficiency_weekly(jobs)
+            site_efficiency_weekly(jobs, retries)
         ),
         GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY.full_name: GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY.conform(
-            site_jobtype_efficiency_weekly(jobs)
+            site_jobtype_efficiency_weekly(jobs, retries)
         ),
     }
 
@@ -295,4 +304,12 @@ def _build(inputs: Inputs) -> dict[str, DataFrame]:
     return compute(inputs.read(SILVER_JOBS))
 
 
-GROUP = GoldGroup("site_efficiency", TABLES, reads=(SILVER_JOBS,), build=_build)
+def _build_weeks(inputs: Inputs, weeks: Sequence[date]) -> dict[str, DataFrame]:
+    """The rows of ``weeks`` only: their jobs, the retry flags from every week's retries."""
+    jobs = inputs.read(SILVER_JOBS)
+    return compute(jobs.where(F.col("week").isin(list(weeks))), retries=jobs)
+
+
+GROUP = GoldGroup(
+    "site_efficiency", TABLES, reads=(SILVER_JOBS,), build=_build, build_weeks=_build_weeks
+)

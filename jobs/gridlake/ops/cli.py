@@ -603,9 +603,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--skip-current",
         action="store_true",
-        default=os.environ.get("GRIDLAKE_ANALYZE_SKIP_CURRENT", "") == "1",
-        help="leave a group whose inputs did not change since its last run (default from "
-        "GRIDLAKE_ANALYZE_SKIP_CURRENT=1, which the Airflow tasks have)",
+        default=os.environ.get("GRIDLAKE_ANALYZE_SKIP_CURRENT", "1") != "0",
+        help="incremental (the default; GRIDLAKE_ANALYZE_SKIP_CURRENT=0 turns it off): leave a "
+        "group whose inputs did not change since its last run, recompute only the weeks whose "
+        "jobs changed in a group of weekly tables",
+    )
+    s.add_argument(
+        "--full",
+        dest="skip_current",
+        action="store_false",
+        help="recompute every gold table of the groups from all of silver",
     )
     s.set_defaults(func=cmd_analyze)
 

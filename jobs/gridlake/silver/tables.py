@@ -76,6 +76,9 @@ SILVER_JOBS = Table(
         *_LINEAGE,
     ),
     partition_by=("week",),
+    # Incremental gold reads the rows each version changed (pre- and post-images: a job moved to
+    # another week touches both weeks): gridlake.gold.analyze.
+    properties=(("delta.enableChangeDataFeed", "true"),),
     checks=(
         Check("not_null", "job_id"),
         Check("unique", "job_id"),
