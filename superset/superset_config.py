@@ -9,6 +9,19 @@ from __future__ import annotations
 
 import os
 
+# --- SQL dialects, loaded before the first request ------------------------------------------------
+# sqlglot (Superset's SQL parser) loads a dialect on first use and registers its class before it
+# has finished setting it up: a second request thread asking for the same dialect in that window
+# gets the class with the base dialect's tokenizer, and a hive query with backquoted names fails
+# to parse ("Invalid expression / Unexpected token", line 1, column 11), a chart-data 422. Seen
+# once in make test (a dashboard's first charts and native filters are queried concurrently by
+# gunicorn's threads); reproduced with 8 threads parsing one hive query at once in a fresh process.
+# Loading every bundled dialect here, while the worker is single-threaded, closes the window
+# (~0.3 s per worker). sqlglot is not Superset, so the module docstring's rule holds.
+from sqlglot.dialects.dialect import Dialect as _SqlglotDialect
+
+_SQLGLOT_DIALECTS_LOADED = len(_SqlglotDialect.classes)
+
 # --- secrets and metadata database --------------------------------------------------------------
 # infra/superset.sh generates the key once into $GRIDLAKE_STATE/secrets/superset.env and exports it.
 SECRET_KEY = os.environ.get("SUPERSET_SECRET_KEY", "")

@@ -18,6 +18,7 @@ import re
 import time
 import zipfile
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import pytest
 import yaml
@@ -210,6 +211,59 @@ def test_week_filters_open_on_the_latest_week_and_spare_the_trends():
     assert trends and trends <= set(week.exclude)
     drill = next(d for d in DASHBOARDS if d.slug == "site-drilldown")
     assert {f.column for f in drill.filters} == {"site", "vo", "week"}
+
+
+# Run in Superset's own venv: a fresh interpreter, so no dialect is loaded before the config is.
+_DIALECT_RACE = r"""
+import importlib.util, os, sys, threading
+sys.setswitchinterval(1e-6)  # switch threads as often as possible: widen any race
+os.environ["SUPERSET_SECRET_KEY"] = "only-for-this-check"
+import sqlglot
+from sqlglot.dialects.dialect import Dialect
+assert "hive" not in Dialect._classes, "hive loaded before the config"
+spec = importlib.util.spec_from_file_location("superset_config", sys.argv[1])
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+hive = Dialect._classes["hive"]
+assert hive.tokenizer_class is hive.__dict__["Tokenizer"], "hive registered half set up"
+sql = "SELECT `vo` AS `vo`, `vo` AS `vo` FROM grid.site_efficiency_weekly GROUP BY `vo`"
+errors, gate = [], threading.Barrier(8)
+def parse():
+    gate.wait()
+    try:
+        sqlglot.parse(sql, dialect="hive")
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=parse) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert not errors, errors[0]
+print("ok", len(Dialect._classes))
+"""
+
+
+def test_superset_config_loads_sql_dialects_before_requests():
+    """sqlglot registers a dialect it loads lazily before setting it up, so concurrent first
+    parses could use the base tokenizer on a hive query (a chart-data 422 under load): the
+    config loads every dialect at worker start. Checked in a fresh Superset interpreter: the
+    hive dialect is complete once the config is read, and 8 threads parse a hive query at once."""
+    import os
+    import subprocess
+
+    home = Path(os.environ.get("GRIDLAKE_HOME") or REPO / ".gridlake")
+    python = home / "superset-venv" / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"no Superset venv at {python} (make install)")
+    config = REPO / "superset" / "superset_config.py"
+    run = subprocess.run(
+        [str(python), "-c", _DIALECT_RACE, str(config)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    loaded = int(run.stdout.split()[-1])
+    assert loaded >= 30, run.stdout  # every bundled dialect, not just hive
 
 
 def test_bundle_rejects_broken_reference(tmp_path):
