@@ -7,8 +7,9 @@ anything else can fail, then ``gridlake alerts --flush`` to merge it into the ta
 
 Airflow runs in its own venv without pyspark, so the DAGs never import gridlake; they call its
 CLI (``GRIDLAKE_CLI``, set by ``infra/airflow.sh`` to the main venv's, expanded by bash when a
-task runs) and read the manifest. ``GRIDLAKE_RETRY_DELAY_SECONDS`` (default 60) shortens the wait
-between retries; the tests set it to 1.
+task runs; without Airflow's keys in its environment) and read the manifest.
+``GRIDLAKE_RETRY_DELAY_SECONDS`` (default 60) shortens the wait between retries; the tests set
+it to 1.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from pathlib import Path
 
 from airflow.sdk import Asset
 
-CLI = '"${GRIDLAKE_CLI:-gridlake}"'
+# Airflow's own keys (the API server's JWT and session secrets, the Fernet key) are in the
+# scheduler's environment, and every task's inherits it; the jobs need none of them, so the CLI
+# runs without them (``env -u``: only their names on a command line).
+AIRFLOW_KEYS = (
+    "AIRFLOW__API_AUTH__JWT_SECRET",
+    "AIRFLOW__API__SECRET_KEY",
+    "AIRFLOW__CORE__FERNET_KEY",
+)
+CLI = "env " + " ".join(f"-u {key}" for key in AIRFLOW_KEYS) + ' "${GRIDLAKE_CLI:-gridlake}"'
 OWNER = "grid-ops"
 START = datetime(2025, 1, 1, tzinfo=UTC)
 MANIFEST = json.loads((Path(__file__).with_name("gridlake_manifest.json")).read_text())
@@ -60,6 +69,7 @@ def alert_on_failure(context: dict) -> None:
     # gridlake maintain) takes it.
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         subprocess.run([cli, "alerts", "--flush", "--limit", "0"], timeout=600, check=False,
+                       env={k: v for k, v in os.environ.items() if k not in AIRFLOW_KEYS},
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
 

@@ -24,12 +24,16 @@ build() {
 write_conf() {
   local root="${GRIDLAKE_STORAGE_ROOT:-$GRIDLAKE_STATE/warehouse}"
   mkdir -p "$conf"
+  # 0600: it holds the Derby password (infra/derby.sh)
+  umask 077
   cat > "$conf/hive-site.xml" <<XML
 <?xml version="1.0"?>
 <!-- written by infra/metastore.sh start; edits are lost on the next start -->
 <configuration>
   <property><name>javax.jdo.option.ConnectionURL</name><value>jdbc:derby://127.0.0.1:$GRIDLAKE_DERBY_PORT/metastore_db;create=true</value></property>
   <property><name>javax.jdo.option.ConnectionDriverName</name><value>org.apache.derby.client.ClientAutoloadedDriver</value></property>
+  <property><name>javax.jdo.option.ConnectionUserName</name><value>APP</value></property>
+  <property><name>javax.jdo.option.ConnectionPassword</name><value>$(cat "$GRIDLAKE_STATE/secrets/metastore_db.password")</value></property>
   <property><name>datanucleus.schema.autoCreateAll</name><value>true</value></property>
   <property><name>hive.metastore.schema.verification</name><value>false</value></property>
   <property><name>hive.metastore.warehouse.dir</name><value>$root</value></property>

@@ -94,7 +94,8 @@ def check_summary(
 
 def secret_values(state: Path) -> dict[str, str]:
     """Every secret the instance generated, {where: value}: the values of its secrets folder's
-    files (``KEY=value`` and ``key: value`` lines, JSON objects), URLs left out."""
+    files (``KEY=value`` and ``key: value`` lines, JSON objects, a bare value such as the Derby
+    password's file), URLs left out."""
     found: dict[str, str] = {}
     for path in sorted((state / "secrets").glob("*")):
         text = path.read_text(errors="replace")
@@ -107,6 +108,8 @@ def secret_values(state: Path) -> dict[str, str]:
                 if sep in line:
                     key, value = line.split(sep, 1)
                     pairs.append((key.strip(), value.strip()))
+            if not pairs and len(text.split()) == 1:  # a file holding the value alone
+                pairs.append((path.stem, text.strip()))
         for key, value in pairs:
             if len(value) >= 12 and "://" not in value and key.lower() not in ("user", "url"):
                 found[f"{path.name}:{key}"] = value

@@ -71,9 +71,15 @@ def fake_cli(tmp_path: Path, exit_code: int = 0, fail: str = "", message: str = 
     ``message`` on stderr for calls starting with ``fail``."""
     calls = tmp_path / "calls.txt"
     script = tmp_path / "gridlake"
+    keys = tmp_path / "keys.txt"
     script.write_text(
         "#!/usr/bin/env bash\n"
         f'echo "$*" >> "{calls}"\n'
+        # Airflow's keys: how many the task's shell has (its parent), how many the CLI has
+        f"keys='^({'|'.join(AIRFLOW_KEYS)})='\n"
+        "parent=$(tr '\\0' '\\n' < /proc/$PPID/environ | grep -cE \"$keys\")\n"
+        'own=$(env | grep -cE "$keys")\n'
+        f'echo "$parent $own" >> "{keys}"\n'
         + (f'case "$*" in "{fail}"*) echo "{message}" >&2; exit 3 ;; esac\n' if fail else "")
         + f"exit {exit_code}\n"
     )
@@ -95,7 +101,12 @@ def test_dags_import_and_keep_the_house_rules(report):
 
 
 DAG_IDS = {"grid_ingest", "grid_analytics", "grid_weekly_site_reports", "grid_maintenance"}
-CLI = '"${GRIDLAKE_CLI:-gridlake}"'
+AIRFLOW_KEYS = (
+    "AIRFLOW__API_AUTH__JWT_SECRET",
+    "AIRFLOW__API__SECRET_KEY",
+    "AIRFLOW__CORE__FERNET_KEY",
+)
+CLI = "env " + " ".join(f"-u {key}" for key in AIRFLOW_KEYS) + ' "${GRIDLAKE_CLI:-gridlake}"'
 
 
 def manifest() -> dict:
@@ -230,6 +241,9 @@ def test_grid_ingest_runs_refine_after_ingest_nodes_before_jobs(tmp_path):
     cli, calls = fake_cli(tmp_path)
     result = airflow_sh("dags-test", "grid_ingest", "2025-01-06", env={"GRIDLAKE_CLI": str(cli)})
     assert result.returncode == 0, result.stdout[-4000:]
+    # Airflow's keys are in each task's shell, not in the job it runs (#25)
+    keys = (tmp_path / "keys.txt").read_text().split()
+    assert keys and set(keys[0::2]) == {str(len(AIRFLOW_KEYS))} and set(keys[1::2]) == {"0"}, keys
     lines = calls.read_text().splitlines()
     assert lines[0] == "ingest"
     refine = [line for line in lines if line.startswith("refine")]

@@ -560,13 +560,14 @@ def cmd_spark_conf(args: argparse.Namespace) -> int:
     """Print the settings' Spark configuration as spark-submit arguments, or with
     ``--properties`` as a Java properties file (for ``spark-submit --properties-file``: settings
     that may carry secrets then stay off the command line, which every local user can read)."""
-    s = get_settings()
-    for key, value in s.spark_conf().items():
-        if args.properties:
-            escaped = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-            print(f"{key}={escaped}")
-        else:
-            print(f"--conf\n{key}={value}")
+    from gridlake.settings import java_properties
+
+    conf = get_settings().spark_conf()
+    if args.properties:
+        print(java_properties(conf), end="")
+        return 0
+    for key, value in conf.items():
+        print(f"--conf\n{key}={value}")
     return 0
 
 
