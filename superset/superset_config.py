@@ -66,6 +66,84 @@ DISALLOWED_SQL_FUNCTIONS = {
     "hive": {"reflect", "java_method", "try_reflect"},
 }
 
+# --- read-only SQL: what reaches the Thrift Server through Superset ------------------------------
+# Every statement Superset sends to the gridlake database (SQL Lab, chart data, native filters)
+# passes SQL_QUERY_MUTATOR first, and only reads get through, for every role: a query (SELECT,
+# WITH, UNION / INTERSECT / EXCEPT) or a plain DESCRIBE. Refused, whatever the role (tests:
+# test_superset_access.py through SQL Lab and the chart-data API; test_superset.py the rules):
+# - any other statement: SET / RESET (e.g. turning SQL on files back on), ADD JAR, EXECUTE
+#   IMMEDIATE, SHOW CREATE TABLE and other SHOW commands (storage locations), CACHE, USE,
+#   DESCRIBE EXTENDED / FORMATTED, every write (INSERT, CREATE, DROP, LOAD DATA, MSCK ...);
+# - inside a query: IDENTIFIER() (a table named by a string, out of sight of the table checks and
+#   row-level security), Java reflection (reflect, java_method, try_reflect), time travel (VERSION
+#   / TIMESTAMP AS OF, table@v<N>: rows as they were before a correction or a deletion), script
+#   transforms (SELECT TRANSFORM ... USING '<command>' runs a process on the server), SQL on files
+#   (text.`/path`, parquet.`...`, delta.`...`), and table-valued functions (read_files ...);
+# - what cannot be parsed (by Spark's and Hive's grammar): deny by default.
+_FILE_SOURCES = {
+    "text", "json", "csv", "parquet", "orc", "avro", "delta", "binaryfile", "jdbc", "hive",
+    "xml", "file", "files",
+}  # fmt: skip
+_REFUSED_FUNCTIONS = {"identifier", "reflect", "java_method", "try_reflect", "read_files"}
+
+
+def gridlake_sql_refusal(sql: str) -> str | None:
+    """Why gridlake refuses ``sql`` (a statement or a script), or None when it only reads."""
+    import sqlglot
+    from sqlglot import exp
+
+    statements = None
+    for dialect in ("spark", "hive"):
+        try:
+            statements = [s for s in sqlglot.parse(sql, dialect=dialect) if s is not None]
+            break
+        except sqlglot.errors.SqlglotError:
+            continue
+    if statements is None:
+        return "gridlake accepts queries only, and this statement could not be parsed as one"
+    for statement in statements:
+        if isinstance(statement, exp.Describe):
+            if statement.args.get("style") or statement.args.get("partition"):
+                return "only a plain DESCRIBE <table> is accepted (no EXTENDED or FORMATTED)"
+            continue
+        if not isinstance(statement, (exp.Select, exp.SetOperation)):
+            head = sql.strip().split(None, 2)[:2]
+            return f"gridlake accepts queries only (SELECT, WITH, DESCRIBE), not {' '.join(head)}"
+        for node in statement.walk():
+            if isinstance(node, (exp.Version, exp.Parameter)):
+                return "time travel (VERSION / TIMESTAMP AS OF, @v<N>) is not accepted"
+            if isinstance(node, exp.QueryTransform):
+                return "script transforms (TRANSFORM ... USING) are not accepted"
+            if isinstance(node, exp.Func):
+                name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+                if name in _REFUSED_FUNCTIONS:
+                    return f"the function {name}() is not accepted"
+                if isinstance(node.parent, (exp.From, exp.Join, exp.Table)):
+                    return f"table-valued functions ({name}) are not accepted"
+            if isinstance(node, exp.Table):
+                db = (node.db or "").lower()
+                if db in _FILE_SOURCES or any(c in node.name for c in "/:\\"):
+                    return f"SQL on files ({db}.`{node.name}`) is not accepted"
+    return None
+
+
+def SQL_QUERY_MUTATOR(sql: str, **kwargs) -> str:  # Superset's name for the hook
+    why = gridlake_sql_refusal(sql)
+    if why is None:
+        return sql
+    from superset.errors import ErrorLevel, SupersetError, SupersetErrorType
+    from superset.exceptions import SupersetErrorException
+
+    raise SupersetErrorException(
+        SupersetError(
+            message=f"Refused by gridlake: {why}.",
+            error_type=SupersetErrorType.QUERY_SECURITY_ACCESS_ERROR,
+            level=ErrorLevel.ERROR,
+        ),
+        status=403,
+    )
+
+
 # SQL Lab runs queries synchronously: no Celery worker or results backend runs here.
 SQLLAB_ASYNC_TIME_LIMIT_SEC = 300
 SUPERSET_WEBSERVER_TIMEOUT = 120

@@ -266,6 +266,85 @@ def test_superset_config_loads_sql_dialects_before_requests():
     assert loaded >= 30, run.stdout  # every bundled dialect, not just hive
 
 
+# (sql, refused?) for gridlake's SQL guard: what Superset may send vs what it must not.
+_GUARD_CASES = [
+    ("SELECT `vo` AS `vo` FROM grid.site_efficiency_weekly GROUP BY `vo` LIMIT 1000", False),
+    ("WITH w AS (SELECT site, jobs FROM grid.site_efficiency_weekly) SELECT site FROM w", False),
+    ("SELECT site FROM grid.a UNION SELECT site FROM grid.b", False),
+    (
+        "SELECT date_trunc('week', week + interval '1 day') + interval '5 days' AS __timestamp, "
+        "SUM(jobs) AS jobs FROM grid.site_efficiency_weekly WHERE week >= '2026-01-05' "
+        "GROUP BY 1 ORDER BY jobs DESC LIMIT 10000",
+        False,
+    ),
+    ("SELECT site FROM grid.t LATERAL VIEW explode(array(1)) e AS x", False),
+    ("-- Superset's comment\nSELECT 1", False),
+    ("DESCRIBE grid.site_efficiency_weekly", False),
+    ("SET spark.sql.runSQLOnFiles=true", True),
+    ("RESET", True),
+    ("ADD JAR /tmp/x.jar", True),
+    ("EXECUTE IMMEDIATE 'SELECT 1'", True),
+    ("SELECT * FROM IDENTIFIER('silver.jobs')", True),
+    ("SELECT * FROM grid.t VERSION AS OF 3", True),
+    ("SELECT * FROM grid.t TIMESTAMP AS OF '2026-01-01'", True),
+    ("SELECT * FROM grid.t@v3", True),
+    ("SHOW CREATE TABLE grid.t", True),
+    ("SHOW TABLES", True),
+    ("DESCRIBE FORMATTED grid.t", True),
+    ("SELECT TRANSFORM(site) USING 'cat /etc/passwd' AS (x) FROM grid.t", True),
+    ("SELECT reflect('java.lang.System', 'getenv', 'X')", True),
+    ("SELECT * FROM text.`/etc/passwd`", True),
+    ("SELECT * FROM delta.`/warehouse/silver/jobs`", True),
+    ("SELECT * FROM read_files('/etc')", True),
+    ("SELECT * FROM range(10)", True),
+    ("INSERT INTO grid.t SELECT 1", True),
+    ("CREATE TABLE x AS SELECT 1", True),
+    ("LOAD DATA INPATH '/x' INTO TABLE t", True),
+    ("CACHE TABLE t", True),
+    ("USE silver", True),
+    ("SELECT 1; SET a=b", True),
+    ("SELECT * FROM grid.t FOR SYSTEM_TIME AS OF 'x'", True),  # unparsable: denied
+]
+
+_GUARD = r"""
+import importlib.util, json, os, sys
+os.environ["SUPERSET_SECRET_KEY"] = "only-for-this-check"
+spec = importlib.util.spec_from_file_location("superset_config", sys.argv[1])
+config = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(config)
+cases = json.load(sys.stdin)
+print(json.dumps([config.gridlake_sql_refusal(sql) for sql, _ in cases]))
+"""
+
+
+def test_superset_sends_reads_only():
+    """superset_config's SQL guard (SQL_QUERY_MUTATOR) on what dashboards and SQL Lab send:
+    queries and a plain DESCRIBE pass, everything of issue 25's list is refused with a reason.
+    The same through a live Superset, per role: test_superset_access.py."""
+    import os
+    import subprocess
+
+    home = Path(os.environ.get("GRIDLAKE_HOME") or REPO / ".gridlake")
+    python = home / "superset-venv" / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"no Superset venv at {python} (make install)")
+    run = subprocess.run(
+        [str(python), "-c", _GUARD, str(REPO / "superset" / "superset_config.py")],
+        input=json.dumps(_GUARD_CASES),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    reasons = json.loads(run.stdout.strip().splitlines()[-1])
+    wrong = [
+        (sql, why) for (sql, refused), why in zip(_GUARD_CASES, reasons, strict=True)
+        if refused != (why is not None)
+    ]  # fmt: skip
+    assert not wrong, wrong
+
+
 def test_bundle_rejects_broken_reference(tmp_path):
     bb = load_build_bundle()
     assets = tmp_path / "assets"

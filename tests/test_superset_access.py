@@ -298,6 +298,55 @@ def test_site_user_sql_lab_refuses_what_rls_cannot_guard(users, database_id, sql
     assert "data" not in resp.json() or not resp.json()["data"]
 
 
+# Statements that are not plain reads, on a table every role may read: refused by gridlake's
+# guard (superset_config.SQL_QUERY_MUTATOR) for the operator and a site user alike (#25).
+NOT_READS = [
+    "SET spark.sql.runSQLOnFiles=true",
+    "RESET",
+    "ADD JAR /tmp/gridlake-probe.jar",
+    "EXECUTE IMMEDIATE 'SELECT 1'",
+    "SELECT COUNT(*) AS n FROM IDENTIFIER('grid.site_efficiency_weekly')",
+    "SELECT COUNT(*) AS n FROM grid.site_efficiency_weekly VERSION AS OF 0",
+    "SELECT COUNT(*) AS n FROM grid.site_efficiency_weekly TIMESTAMP AS OF '2020-01-01'",
+    "SHOW CREATE TABLE grid.site_efficiency_weekly",
+    "DESCRIBE EXTENDED grid.site_efficiency_weekly",
+    "SELECT TRANSFORM(site) USING 'id' AS (who) FROM grid.site_efficiency_weekly",
+    "SELECT java_method('java.lang.System', 'getenv', 'SUPERSET_SECRET_KEY') AS k",
+    "SELECT * FROM text.`/etc/hostname`",
+    "CACHE TABLE grid.site_efficiency_weekly",
+]
+
+
+@pytest.mark.parametrize("who", ["operator", "site"])
+def test_sql_lab_runs_reads_only(users, database_id, who):
+    api = users[who]
+    for sql in NOT_READS:
+        resp = api.sql_lab(database_id, sql)
+        assert resp.status_code != 200, f"{who}: {sql}: {resp.text[:500]}"
+        assert "Refused by gridlake" in resp.text, f"{who}: {sql}: {resp.text[:500]}"
+    # the control: a query and a plain DESCRIBE of the same table still run
+    rows = sql_rows(api, database_id, "SELECT COUNT(*) AS n FROM grid.site_efficiency_weekly")
+    assert rows[0]["n"] > 0
+    if who == "operator":
+        described = sql_rows(api, database_id, "DESCRIBE grid.site_efficiency_weekly")
+        assert "cpu_efficiency" in {r["col_name"] for r in described}, described
+
+
+def test_chart_data_refuses_what_is_not_a_read(users):
+    """The same guard on the chart-data API: an ad hoc filter calling Java reflection is
+    refused for the operator (and nothing runs), the same query without it answers."""
+    op = users["operator"]
+    ds = op.dataset_id(next(d for d in DATASETS if d.name == "site_efficiency_weekly").uuid)
+    query = {"columns": ["site"], "metrics": ["jobs"], "filters": [], "row_limit": 100,
+             "extras": {"where": "site <> ''"}}  # fmt: skip
+    qc = {"datasource": {"id": ds, "type": "table"}, "force": True, "queries": [query],
+          "result_format": "json", "result_type": "full"}  # fmt: skip
+    assert len(op.query_context_data(qc)["data"]) == 4  # the control: every demo site
+    query["extras"]["where"] = "java_method('java.lang.System', 'getenv', 'HOME') IS NOT NULL"
+    resp = op.request("POST", "/api/v1/chart/data", json=qc)
+    assert resp.status_code != 200 and "Refused by gridlake" in resp.text, resp.text[:500]
+
+
 def test_two_sites_see_disjoint_rows(users, database_id):
     sql = "SELECT DISTINCT site FROM grid.site_efficiency_weekly"
     assert sql_rows(users["other"], database_id, sql) == [{"site": OTHER_SITE}]
