@@ -49,3 +49,25 @@ def test_instance_env_file_fills_what_the_environment_leaves_unset(
     monkeypatch.delenv("GL_T_ONE")
     _load_instance_env(tmp_path / "missing.env")  # no file: nothing happens
     assert "GL_T_ONE" not in os.environ
+
+
+def test_spark_conf_keeps_secrets_off_arguments_and_escapes_properties() -> None:
+    """`gridlake spark-conf` prints arguments without secrets and a properties file with them,
+    escaped so that Java reads back every value as given (a backslash, a newline)."""
+    import os
+    import subprocess
+
+    exe = get_settings().home / "venv" / "bin" / "gridlake"
+    env = dict(os.environ)
+    env["GRIDLAKE_SPARK_CONF"] = (
+        "spark.hadoop.fs.s3a.secret.key=s3cr3t-value;spark.gridlake.probe=C:\\dir"
+    )
+    args = subprocess.run([str(exe), "spark-conf"], capture_output=True, text=True, env=env,
+                          timeout=120, check=True).stdout  # fmt: skip
+    props = subprocess.run([str(exe), "spark-conf", "--properties"], capture_output=True,
+                           text=True, env=env, timeout=120, check=True).stdout  # fmt: skip
+    assert "s3cr3t-value" not in args
+    assert "spark.hadoop.fs.s3a.secret.key=<redacted" in args
+    assert "spark.gridlake.probe=C:\\dir" in args.splitlines()
+    assert "spark.hadoop.fs.s3a.secret.key=s3cr3t-value" in props.splitlines()
+    assert "spark.gridlake.probe=C:\\\\dir" in props.splitlines()  # Java reads C:\dir

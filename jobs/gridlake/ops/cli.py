@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import time
 from datetime import UTC, date, datetime, timedelta
@@ -566,8 +567,12 @@ def cmd_spark_conf(args: argparse.Namespace) -> int:
     if args.properties:
         print(java_properties(conf), end="")
         return 0
+    # As arguments they would sit on a command line: secrets are left out (Spark's own
+    # redaction pattern), with a pointer to the properties form.
+    secret = re.compile(r"(?i)secret|password|token|access[.]?key")
     for key, value in conf.items():
-        print(f"--conf\n{key}={value}")
+        shown = "<redacted: gridlake spark-conf --properties>" if secret.search(key) else value
+        print(f"--conf\n{key}={shown}")
     return 0
 
 
