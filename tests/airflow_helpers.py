@@ -109,7 +109,11 @@ def pdf_pages(pdf: Path, out: Path) -> list[tuple[str, object]]:
 def colored_pixels(img, box) -> int:
     """Pixels of the box that are clearly coloured (plot marks; text and axes are grey)."""
     crop = img.crop(box)
-    return sum(1 for r, g, b in crop.getdata() if max(r, g, b) - min(r, g, b) > 60)
+    return sum(
+        1
+        for r, g, b in getattr(crop, "get_flattened_data", crop.getdata)()
+        if max(r, g, b) - min(r, g, b) > 60
+    )
 
 
 def listeners(pids: set[int]) -> list[tuple[str, set[int]]]:

@@ -18,21 +18,23 @@ from gridlake.settings import METASTORE_DB_USER, get_settings
 pytestmark = pytest.mark.integration
 
 
-def _ij(url: str, settings) -> str:
-    """Connect with Derby's own ij tool; return what it printed."""
+def _ij(url: str, settings, workdir: Path) -> str:
+    """Connect with Derby's own ij tool (in ``workdir``: it leaves a derby.log where it runs)."""
     libs = settings.home / "derby" / "libs"
     run = subprocess.run(
-        ["java", "-cp", f"{libs}/*", "-Dij.protocol=jdbc:derby:", "org.apache.derby.tools.ij"],
+        ["java", "-cp", f"{libs}/*", f"-Dderby.stream.error.file={workdir / 'derby.log'}",
+         "org.apache.derby.tools.ij"],
         input=f"connect '{url}';\nshow schemas;\nexit;\n",
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
-    )
+        cwd=workdir,
+    )  # fmt: skip
     return run.stdout + run.stderr
 
 
-def test_derby_refuses_clients_without_the_instance_password(spark, derby) -> None:
+def test_derby_refuses_clients_without_the_instance_password(spark, derby, tmp_path) -> None:
     settings = get_settings()
     pw_file = settings.metastore_db_password_file
     assert stat.S_IMODE(pw_file.stat().st_mode) == 0o600
@@ -53,9 +55,9 @@ def test_derby_refuses_clients_without_the_instance_password(spark, derby) -> No
         "unknown user": f"{base};user=intruder;password={password}",
     }
     for why, url in refused.items():
-        out = _ij(url, settings)
+        out = _ij(url, settings, tmp_path)
         assert "08004" in out, f"{why}: Derby did not refuse the connection:\n{out}"
-    out = _ij(f"{base};user={METASTORE_DB_USER};password={password}", settings)
+    out = _ij(f"{base};user={METASTORE_DB_USER};password={password}", settings, tmp_path)
     assert "08004" not in out and "APP" in out, out  # the schemas are listed
 
 
