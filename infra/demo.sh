@@ -245,7 +245,7 @@ gridlake demo is up ($((SECONDS - t0)) s; per step: $steps).
 $("${af[@]}" login | sed 's/^/  /')
   Superset:     http://127.0.0.1:$GRIDLAKE_SUPERSET_PORT/superset/dashboard/grid-operations/
   admin login:  $GRIDLAKE_STATE/secrets/superset_admin.txt
-  Thrift/JDBC:  jdbc:hive2://127.0.0.1:$GRIDLAKE_THRIFT_PORT  (beeline, PyHive)
+  Thrift/JDBC:  jdbc:hive2://127.0.0.1:$GRIDLAKE_THRIFT_PORT  (user operator; password in $GRIDLAKE_STATE/secrets/thrift_users/operator.password)
   Try:          $gl report --site $try_site --week ${want[-1]}
                 $gl sql "SELECT site, sum(core_hours) FROM grid.site_efficiency_weekly GROUP BY site" --format csv
   Stop:         make down

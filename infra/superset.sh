@@ -159,11 +159,14 @@ wait_healthy() {
 do_import() {
   pid_alive superset && healthy || die "superset is not running: run infra/superset.sh start"
   local t0=$SECONDS
+  # Superset's login to the Thrift Server (user superset: grid views and gold tables, reads only)
+  THRIFT_PW="$GRIDLAKE_STATE/secrets/thrift_users/superset.password"
+  [ -f "$THRIFT_PW" ] || "$GRIDLAKE_VENV/bin/python" -m gridlake.serving.thrift_auth ensure
   "$VENV/bin/python" "$GRIDLAKE_REPO/superset/build_bundle.py" \
     --thrift-port "$GRIDLAKE_THRIFT_PORT" --schema "$VIEW_SCHEMA" --out "$BUNDLE" \
-    --import-url "$URL" --user "$ADMIN_USER" \
+    --import-url "$URL" --user "$ADMIN_USER" --thrift-password-file "$THRIFT_PW" \
     || die "superset: import of $BUNDLE failed; see $GRIDLAKE_LOGS/superset.log"
-  log "superset: assets imported in $((SECONDS - t0))s (database -> hive://127.0.0.1:$GRIDLAKE_THRIFT_PORT/$VIEW_SCHEMA)"
+  log "superset: assets imported in $((SECONDS - t0))s (database -> hive://superset@127.0.0.1:$GRIDLAKE_THRIFT_PORT/$VIEW_SCHEMA, password from $THRIFT_PW)"
   # new datasets reach the GridOperator and site roles (permissions and RLS rules)
   spy "$GRIDLAKE_REPO/superset/access.py" sync
   log "superset: roles GridOperator and Site_* in sync with the datasets"

@@ -3,6 +3,24 @@
 # (JDBC/ODBC for beeline, PyHive, Superset), configured by the same settings as the jobs.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+# Password authentication and per-user rules (issue 25) are ours: a few Java classes under
+# infra/thrift/, compiled here against the jars pyspark ships (HiveServer2's CUSTOM provider, a
+# Spark check rule). The users and their roles: jobs/gridlake/serving/thrift_auth.py.
+classes="$GRIDLAKE_HOME/thrift/classes"
+build() {
+  local src=("$GRIDLAKE_REPO"/infra/thrift/org/gridlake/thrift/*.java) stamp="$classes/.built"
+  if [ -f "$stamp" ]; then
+    local newer
+    newer="$(find "${src[@]}" -newer "$stamp" | head -1)"
+    [ -z "$newer" ] && return 0
+  fi
+  command -v javac > /dev/null || die "javac is missing: run infra/install_system.sh"
+  local jars
+  jars="$(ls -d "$GRIDLAKE_VENV"/lib/python3*/site-packages/pyspark | head -1)/jars"
+  rm -rf "$classes" && mkdir -p "$classes"
+  javac -nowarn -d "$classes" -cp "$jars/*" "${src[@]}" || die "compiling infra/thrift/ failed"
+  touch "$stamp"
+}
 case "${1:-status}" in
   start)
     pid_alive thrift && { log "thrift: already running"; exit 0; }
@@ -13,7 +31,9 @@ case "${1:-status}" in
     if [ ! -f "$ivy/.resolved" ]; then
       "$GRIDLAKE_VENV/bin/python" -m gridlake.spark --resolve
     fi
-    cp="$(ls "$ivy"/io.delta_*.jar | tr '\n' ':')$GRIDLAKE_HOME/derby/libs/*"
+    build
+    users="$("$GRIDLAKE_VENV/bin/python" -c 'from gridlake.serving import thrift_auth; print(thrift_auth.ensure())')"
+    cp="$(ls "$ivy"/io.delta_*.jar | tr '\n' ':')$GRIDLAKE_HOME/derby/libs/*:$classes"
     export PATH="$GRIDLAKE_VENV/bin:$PATH"
     SPARK_HOME="$(ls -d "$GRIDLAKE_VENV"/lib/python3*/site-packages/pyspark | head -1)"
     export SPARK_HOME
@@ -32,7 +52,11 @@ case "${1:-status}" in
     (
       umask 077
       {
-        "$GRIDLAKE_VENV/bin/gridlake" spark-conf --properties
+        # gridlake's check rule after Delta's extension; the user file's path for both classes
+        "$GRIDLAKE_VENV/bin/gridlake" spark-conf --properties | awk -v users="$users" -v debug="${GRIDLAKE_THRIFT_DEBUG:-false}" '
+          /^spark\.sql\.extensions=/ { $0 = $0 ",org.gridlake.thrift.AccessRules" }
+          /^spark\.driver\.extraJavaOptions=/ { $0 = $0 " -Dgridlake.thrift.users=" users " -Dgridlake.thrift.debug=" debug; j = 1 }
+          { print } END { if (!j) print "spark.driver.extraJavaOptions=-Dgridlake.thrift.users=" users }'
         echo "spark.driver.extraClassPath=$cp"
         echo "spark.executor.instances=${GRIDLAKE_THRIFT_EXECUTORS:-1}"
         echo "spark.databricks.delta.optimizeMetadataQuery.enabled=false"
@@ -50,9 +74,12 @@ case "${1:-status}" in
       spark-internal \
       --hiveconf hive.server2.thrift.bind.host=127.0.0.1 \
       --hiveconf "hive.server2.thrift.port=$GRIDLAKE_THRIFT_PORT" \
-      --hiveconf hive.server2.transport.mode=binary
+      --hiveconf hive.server2.transport.mode=binary \
+      --hiveconf hive.server2.authentication=CUSTOM \
+      --hiveconf hive.server2.custom.authentication.class=org.gridlake.thrift.PasswordFile \
+      --hiveconf hive.server2.enable.doAs=false
     wait_port "$GRIDLAKE_THRIFT_PORT" 180 thrift
-    log "thrift: up on 127.0.0.1:$GRIDLAKE_THRIFT_PORT (beeline -u jdbc:hive2://127.0.0.1:$GRIDLAKE_THRIFT_PORT)"
+    log "thrift: up on 127.0.0.1:$GRIDLAKE_THRIFT_PORT (beeline -u jdbc:hive2://127.0.0.1:$GRIDLAKE_THRIFT_PORT -n operator -w $GRIDLAKE_STATE/secrets/thrift_users/operator.password)"
     ;;
   stop) stop_pid thrift ;;
   status) if pid_alive thrift; then echo "thrift    running  pid $(cat "$GRIDLAKE_RUN/thrift.pid")  jdbc:hive2://127.0.0.1:$GRIDLAKE_THRIFT_PORT"; else echo "thrift    stopped"; fi ;;

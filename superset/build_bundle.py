@@ -162,7 +162,12 @@ def _multipart(fields: dict[str, str], files: dict[str, tuple[str, bytes]]) -> t
 
 
 def import_bundle(
-    bundle: Path, base_url: str, user: str, password: str, timeout: float = 120
+    bundle: Path,
+    base_url: str,
+    user: str,
+    password: str,
+    timeout: float = 120,
+    db_password: str | None = None,
 ) -> dict:
     """Log in (JWT + session cookie for CSRF) and POST the bundle to /api/v1/assets/import/."""
     base_url = base_url.rstrip("/")
@@ -187,8 +192,10 @@ def import_bundle(
     token = call("POST", "/api/v1/security/login", login, {"Content-Type": "application/json"})
     auth = {"Authorization": f"Bearer {token['access_token']}"}
     csrf = call("GET", "/api/v1/security/csrf_token/", None, auth)["result"]
+    # the database's password (its URI in the bundle holds Superset's mask, XXXXXXXXXX)
+    passwords = {"databases/gridlake.yaml": db_password} if db_password else {}
     body, content_type = _multipart(
-        {"passwords": "{}"}, {"bundle": (bundle.name, bundle.read_bytes())}
+        {"passwords": json.dumps(passwords)}, {"bundle": (bundle.name, bundle.read_bytes())}
     )
     headers = {**auth, "X-CSRFToken": csrf, "Referer": base_url + "/", "Content-Type": content_type}
     return call("POST", "/api/v1/assets/import/", body, headers)
@@ -202,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--assets", type=Path, default=ASSETS_DIR, help="folder of the YAML assets")
     parser.add_argument("--import-url", help="Superset base URL: import the bundle there")
     parser.add_argument("--user", default=os.environ.get("SUPERSET_ADMIN_USER", "admin"))
+    parser.add_argument(
+        "--thrift-password-file",
+        type=Path,
+        help="Thrift Server password of user superset (or $GRIDLAKE_THRIFT_SUPERSET_PASSWORD)",
+    )
     args = parser.parse_args(argv)
     try:
         bundle = build_bundle(args.thrift_port, args.out, args.assets, args.schema)
@@ -210,7 +222,14 @@ def main(argv: list[str] | None = None) -> int:
             password = os.environ.get("SUPERSET_ADMIN_PASSWORD", "")
             if not password:
                 raise BundleError("set SUPERSET_ADMIN_PASSWORD to import")
-            result = import_bundle(bundle, args.import_url, args.user, password)
+            db_password = os.environ.get("GRIDLAKE_THRIFT_SUPERSET_PASSWORD", "")
+            if not db_password and args.thrift_password_file:
+                db_password = args.thrift_password_file.read_text(encoding="utf-8").strip()
+            if not db_password:
+                raise BundleError("no Thrift Server password for superset: --thrift-password-file")
+            result = import_bundle(
+                bundle, args.import_url, args.user, password, db_password=db_password
+            )
             print(f"import: {json.dumps(result)}", file=sys.stderr)
     except (BundleError, OSError, yaml.YAMLError) as exc:
         print(f"build_bundle: {exc}", file=sys.stderr)

@@ -97,7 +97,7 @@ def secret_values(state: Path) -> dict[str, str]:
     files (``KEY=value`` and ``key: value`` lines, JSON objects, a bare value such as the Derby
     password's file), URLs left out."""
     found: dict[str, str] = {}
-    for path in sorted((state / "secrets").glob("*")):
+    for path in sorted(p for p in (state / "secrets").rglob("*") if p.is_file()):
         text = path.read_text(errors="replace")
         if path.suffix == ".json":
             pairs = [(k, str(v)) for k, v in json.loads(text).items()]
@@ -112,7 +112,7 @@ def secret_values(state: Path) -> dict[str, str]:
                 pairs.append((path.stem, text.strip()))
         for key, value in pairs:
             if len(value) >= 12 and "://" not in value and key.lower() not in ("user", "url"):
-                found[f"{path.name}:{key}"] = value
+                found[f"{path.relative_to(state / 'secrets')}:{key}"] = value
     return found
 
 

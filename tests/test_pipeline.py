@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
+import time
 from collections import defaultdict
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -316,9 +317,9 @@ def test_sql_cli_prints_json_and_csv(gold_demo) -> None:
 
 
 def test_thrift_server_serves_the_warehouse_to_pyhive(spark, thrift) -> None:
-    from pyhive import hive
+    from gridlake.serving import thrift_auth
 
-    conn = hive.connect(host="127.0.0.1", port=thrift, username="gridlake")
+    conn = thrift_auth.connect("superset")  # the least of the three users: grid views
     try:
         cur = conn.cursor()
         cur.execute("SELECT count(*) FROM grid.jobs")
@@ -331,14 +332,32 @@ def test_thrift_server_serves_the_warehouse_to_pyhive(spark, thrift) -> None:
         conn.close()
 
 
+def _thrift_error(user: str, sql: str, **connect) -> str:
+    """The Thrift Server's refusal of sql for user ('' when it ran)."""
+    from gridlake.serving import thrift_auth
+
+    conn = None
+    try:  # PyHive runs `USE default` on connecting: a refusal may come from there
+        conn = thrift_auth.connect(user, **connect)
+        cur = conn.cursor()
+        cur.execute(sql)
+        if cur.description:  # a result set: a statement's failure may show only when fetched
+            cur.fetchall()
+        return ""
+    except Exception as exc:  # PyHive raises OperationalError with the server's message
+        return str(exc)
+    finally:
+        if conn is not None:
+            conn.close()
+
+
 def test_thrift_server_reads_tables_by_name_only_and_hides_its_settings(thrift) -> None:
-    """SQL on files (text, json, parquet, delta paths) is refused: it would read the instance's
+    """SQL on files (text, json, parquet, delta paths) is refused for every user, also after a
+    session asks for it (SET, or its connection's settings): it would read the instance's
     secrets, or silver around the views. The settings reach the server in a 0600 file, not on
     its command line (GRIDLAKE_SPARK_CONF may carry object-store keys; `ps` shows arguments to
     every local user)."""
     import stat
-
-    from pyhive import hive
 
     settings = get_settings()
     props = settings.state / "thrift" / "spark.properties"
@@ -350,18 +369,148 @@ def test_thrift_server_reads_tables_by_name_only_and_hides_its_settings(thrift) 
     for proc in {pid, *java}:
         args = Path(f"/proc/{proc}/cmdline").read_bytes().decode().split("\0")
         assert not [a for a in args if "spark.sql.warehouse.dir" in a or "jdbc:derby" in a], args
-    conn = hive.connect(host="127.0.0.1", port=thrift, username="gridlake")
-    try:
-        cur = conn.cursor()
+    secret = settings.state / "secrets" / "thrift_users" / "operator.password"
+    for user in ("gridlake", "operator", "superset"):
         for sql in (
-            f"SELECT * FROM text.`{props}`",
+            f"SELECT * FROM text.`{secret}`",
             f"SELECT * FROM json.`{props}`",
             f"SELECT * FROM parquet.`{SILVER_JOBS.path()}`",
             f"SELECT count(*) FROM delta.`{SILVER_JOBS.path()}`",
         ):
-            with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):
-                cur.execute(sql)
-        cur.execute("SELECT count(*) FROM grid.jobs")  # by name: served
+            assert "TABLE_OR_VIEW_NOT_FOUND" in _thrift_error(user, sql), (user, sql)
+        # a session that turns SQL on files back on gets nothing served any more
+        on = {"set:hiveconf:spark.sql.runSQLOnFiles": "true"}
+        err = _thrift_error(user, f"SELECT * FROM text.`{secret}`", configuration=on)
+        assert "GRIDLAKE_ACCESS_DENIED" in err and "SQL on files" in err, (user, err[:500])
+        assert "GRIDLAKE_ACCESS_DENIED" in _thrift_error(user, "SELECT 1", configuration=on)
+    err = _thrift_error("gridlake", "SET spark.sql.runSQLOnFiles=true")
+    assert "GRIDLAKE_ACCESS_DENIED" in err, err[:500]
+    assert _thrift_error("operator", "SELECT count(*) FROM grid.jobs") == ""  # by name: served
+
+
+def test_thrift_server_wants_a_password(thrift) -> None:
+    """No password, a wrong one, an unknown user, another user's password: all refused. The
+    server's user file holds salted hashes only, 0600."""
+    import stat
+
+    from pyhive import hive
+
+    from gridlake.serving import thrift_auth
+
+    settings = get_settings()
+    right = thrift_auth.password("operator", settings)
+    attempts = {
+        "no password": dict(username="operator", auth="NONE"),
+        "empty password": dict(username="operator", password="", auth="CUSTOM"),
+        "wrong password": dict(username="operator", password=right + "x", auth="CUSTOM"),
+        "unknown user": dict(username="mallory", password=right, auth="CUSTOM"),
+        "another's password": dict(
+            username="gridlake", password=thrift_auth.password("superset"), auth="CUSTOM"
+        ),
+    }
+    for what, kwargs in attempts.items():
+        with pytest.raises(Exception, match=r"Error validating the login|Bad status") as info:
+            hive.connect(host="127.0.0.1", port=thrift, **kwargs).cursor().execute("SELECT 1")
+        assert right not in str(info.value), what
+    users = thrift_auth.users_file(settings)
+    assert stat.S_IMODE(users.stat().st_mode) == 0o600
+    text = users.read_text()
+    assert sorted(line.split()[0] for line in text.splitlines() if not line.startswith("#")) == [
+        "gridlake", "operator", "superset"]  # fmt: skip
+    for user in thrift_auth.ROLES:
+        pw_file = thrift_auth.password_file(settings, user)
+        assert stat.S_IMODE(pw_file.stat().st_mode) == 0o600
+        assert thrift_auth.password(user, settings) not in text
+    conn = thrift_auth.connect("operator")
+    try:
+        cur = conn.cursor()
+        cur.execute("SELECT current_user()")
+        assert cur.fetchall() == [("operator",)]
+    finally:
+        conn.close()
+
+
+# Statements refused on the Thrift Server, per user (None: served). Reads of silver and bronze
+# are refused to Superset's user, also through a subquery, a CTE or a join; writes, settings and
+# code (reflection, script transforms, jars) to both readers; code to the pipeline's user too.
+THRIFT_RULES = [
+    ("SELECT count(*) FROM silver.jobs", {"superset": "not silver tables"}),
+    ("SELECT count(*) FROM bronze.jobs", {"superset": "not bronze tables"}),
+    (
+        "SELECT count(*) FROM grid.jobs WHERE site IN (SELECT site FROM silver.jobs)",
+        {"superset": "not silver tables"},
+    ),
+    (
+        "WITH j AS (SELECT * FROM spark_catalog.silver.jobs) SELECT count(*) FROM j",
+        {"superset": "not silver tables"},
+    ),
+    (
+        "SELECT count(*) FROM grid.jobs g JOIN bronze.jobs b ON g.job_id = b.key",
+        {"superset": "not bronze tables"},
+    ),
+    ("SELECT count(*) FROM grid.jobs", {}),
+    ("SELECT count(*) FROM gold.site_efficiency_weekly", {}),
+    ("WITH j AS (SELECT * FROM grid.site_efficiency_weekly) SELECT count(*) FROM j", {}),
+    ("SHOW TABLES IN grid", {}),
+    ("DESCRIBE grid.site_efficiency_weekly", {}),
+    (
+        "CREATE TEMPORARY VIEW gl_probe AS SELECT 1 AS x",
+        {"operator": "only reads", "superset": "only reads"},
+    ),
+    (
+        "INSERT INTO gold.site_efficiency_weekly SELECT * FROM gold.site_efficiency_weekly LIMIT 0",
+        {"operator": "only reads", "superset": "only reads"},
+    ),
+    ("CACHE TABLE grid.jobs", {"operator": "only reads", "superset": "only reads"}),
+    ("SET spark.sql.shuffle.partitions=1", {"operator": "only reads", "superset": "only reads"}),
+    (
+        "SELECT reflect('java.lang.System', 'getProperty', 'user.name')",
+        {u: "reflection" for u in ("gridlake", "operator", "superset")},
+    ),
+    (
+        "SELECT java_method('java.lang.System', 'getenv', 'HOME')",
+        {u: "reflection" for u in ("gridlake", "operator", "superset")},
+    ),
+    (
+        "SELECT TRANSFORM(site) USING 'cat' AS (s) FROM gold.site_efficiency_weekly",
+        {u: "not served" for u in ("gridlake", "operator", "superset")},
+    ),
+    (
+        "ADD JAR /nonexistent/gridlake-probe.jar",
+        {u: "not served" for u in ("gridlake", "operator", "superset")},
+    ),
+]
+
+
+def test_thrift_server_gives_each_user_its_own_rights(thrift) -> None:
+    for sql, refused in THRIFT_RULES:
+        for user in ("gridlake", "operator", "superset"):
+            err = _thrift_error(user, sql)
+            if user in refused:
+                assert "GRIDLAKE_ACCESS_DENIED" in err and refused[user] in err, (user, sql, err)
+            else:
+                assert err == "", (user, sql, err[:800])
+
+
+def test_thrift_server_cancels_a_long_statement_and_serves_on(thrift) -> None:
+    """Over its timeout a statement is cancelled, and the server answers the next one. A session
+    may shorten the server's timeout (here to 2 s) but not lengthen or remove it."""
+    from gridlake.serving import thrift_auth
+
+    slow = "SELECT count(*) FROM range(0, 1000000000000)"  # minutes on two cores
+    short = {"set:hiveconf:spark.sql.thriftServer.queryTimeout": "2s"}
+    t0 = time.monotonic()
+    err = _thrift_error("operator", slow, configuration=short)
+    assert "TIMEDOUT" in err or "cancel" in err.lower(), err[:800]
+    assert time.monotonic() - t0 < 120
+    for longer in ("0", "100000s"):
+        conf = {"set:hiveconf:spark.sql.thriftServer.queryTimeout": longer}
+        err = _thrift_error("operator", "SELECT 1", configuration=conf)
+        assert "GRIDLAKE_ACCESS_DENIED" in err and "timeout" in err, (longer, err[:500])
+    conn = thrift_auth.connect("superset")
+    try:
+        cur = conn.cursor()
+        cur.execute("SELECT count(*) FROM grid.site_efficiency_weekly")
         assert cur.fetchone()[0] > 0
     finally:
         conn.close()

@@ -373,9 +373,9 @@ CHECKS: dict[str, Callable] = {
 # --- through the Thrift Server --------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pyhive_rows(thrift):
-    from pyhive import hive
+    from gridlake.serving import thrift_auth
 
-    conn = hive.connect(host="127.0.0.1", port=thrift, username="analyst")
+    conn = thrift_auth.connect("operator")
 
     def run(sql: str) -> list[dict]:
         cur = conn.cursor()

@@ -107,7 +107,9 @@ def test_bundle_templates_port_and_links_assets(tmp_path):
         names = zf.namelist()
         assert {n.split("/", 1)[0] for n in names} == {bb.TOP_FOLDER}, names
         files = {n.split("/", 1)[1]: zf.read(n).decode() for n in names}
-    assert "hive://gridlake@127.0.0.1:12345/grid" in files["databases/gridlake.yaml"]
+    # Superset's Thrift Server user; its password masked (given at import, never in a file)
+    uri = "hive://superset:XXXXXXXXXX@127.0.0.1:12345/grid?auth=CUSTOM"
+    assert uri in files["databases/gridlake.yaml"]
     assert "${" not in "".join(files.values())
     configs = bb.load_assets(12345)
     charts = {c["uuid"]: c for rel, c in configs.items() if rel.startswith("charts/")}
@@ -374,11 +376,9 @@ def api(superset) -> SupersetAPI:
 @pytest.fixture(scope="module")
 def hive_rows(superset):
     """run(sql) -> list of dicts: independent queries over PyHive, next to Superset."""
-    from pyhive import hive
+    from gridlake.serving import thrift_auth
 
-    conn = hive.connect(
-        host="127.0.0.1", port=superset["settings"].thrift_port, username="gridlake"
-    )
+    conn = thrift_auth.connect("operator", superset["settings"])
 
     def run(sql: str) -> list[dict]:
         cur = conn.cursor()
@@ -635,7 +635,7 @@ def test_reimport_is_idempotent(superset, api):
     (db,) = api.find_by_uuid("database", DATABASE_UUID)
     uri = api.get(f"/api/v1/database/{db['id']}/connection")["result"]["sqlalchemy_uri"]
     port = superset["settings"].thrift_port
-    assert uri == f"hive://gridlake@127.0.0.1:{port}/{SCHEMA}", uri
+    assert uri == f"hive://superset:XXXXXXXXXX@127.0.0.1:{port}/{SCHEMA}?auth=CUSTOM", uri
 
     # Tamper with a chart and a dashboard: the import must put them back.
     chart_id = ids["total_jobs"]

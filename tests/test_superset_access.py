@@ -88,13 +88,15 @@ def test_users_get_secrets_in_ignored_files(superset, users):
 
 def secret_values(folder) -> dict[str, str]:
     """Every secret the instance keeps, {value: file}: the values of KEY=value lines (.env), of
-    "password:" lines (the .txt logins) and the string values of .json files. Values shorter than
-    12 characters are left out (they could match by chance)."""
+    "password:" lines (the .txt logins), of .password files and the string values of .json
+    files. Values shorter than 12 characters are left out (they could match by chance)."""
     found = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         text = path.read_text(errors="replace")
         if path.suffix == ".json":
             values = [v for v in json.loads(text).values() if isinstance(v, str)]
+        elif path.suffix == ".password":  # the value alone (Derby's, the Thrift Server users')
+            values = [text]
         else:
             lines = text.splitlines()
             values = [x.split("=", 1)[1] for x in lines if path.suffix == ".env" and "=" in x]
@@ -110,8 +112,11 @@ def test_no_log_file_or_command_line_holds_a_secret(superset, users):
     state = get_settings().state
     secrets = secret_values(state / "secrets")
     kinds = set(secrets.values())
-    # Superset's key and admin login, Airflow's keys and admin password, the site users' logins
-    assert {"superset.env", "superset_admin.txt", "airflow.env", "fzk-ops.txt"} <= kinds, kinds
+    # Superset's key and admin login, Airflow's keys and admin password, the site users' logins,
+    # Derby's password, the Thrift Server users' (Superset's own among them)
+    want = {"superset.env", "superset_admin.txt", "airflow.env", "fzk-ops.txt",
+            "metastore_db.password", "superset.password", "operator.password"}  # fmt: skip
+    assert want <= kinds, kinds
     skip = {"secrets", "warehouse", "spark-tmp"}
     files = [
         p for p in state.rglob("*")
@@ -188,9 +193,9 @@ def test_site_user_numbers_match_an_independent_query(users, hive_rows_access):
 
 @pytest.fixture(scope="module")
 def hive_rows_access(superset):
-    from pyhive import hive
+    from gridlake.serving import thrift_auth
 
-    conn = hive.connect(host="127.0.0.1", port=superset["settings"].thrift_port, username="t")
+    conn = thrift_auth.connect("operator", superset["settings"])
 
     def run(sql: str) -> list[dict]:
         cur = conn.cursor()

@@ -409,7 +409,11 @@ def _dashboard_yaml(dash: Dashboard) -> dict[str, Any]:
 def _database_yaml() -> dict[str, Any]:
     return {
         "database_name": "gridlake",
-        "sqlalchemy_uri": "hive://gridlake@127.0.0.1:${GRIDLAKE_THRIFT_PORT}/" + SCHEMA_PLACEHOLDER,
+        # Superset's own Thrift Server user (read-only, grid views and gold tables); the password
+        # stays masked here and reaches Superset at import (build_bundle.py's `passwords`)
+        "sqlalchemy_uri": "hive://superset:XXXXXXXXXX@127.0.0.1:${GRIDLAKE_THRIFT_PORT}/"
+        + SCHEMA_PLACEHOLDER
+        + "?auth=CUSTOM",
         "cache_timeout": None,
         "expose_in_sqllab": True,
         "allow_run_async": False,
