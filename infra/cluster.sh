@@ -302,8 +302,11 @@ status() {
   ids=" $("$GRIDLAKE_VENV/bin/python" - "$KAFKA_BOOTSTRAP" <<'PY' 2>/dev/null || true
 import sys
 from confluent_kafka.admin import AdminClient
+from gridlake.settings import get_settings
+from gridlake.sources.kafka_auth import client_conf
 try:
-    md = AdminClient({"bootstrap.servers": sys.argv[1], "socket.timeout.ms": 5000}).list_topics(timeout=8)
+    conf = {**client_conf(get_settings(), "admin"), "bootstrap.servers": sys.argv[1]}
+    md = AdminClient({**conf, "socket.timeout.ms": 5000}).list_topics(timeout=8)
     print(" ".join(str(b) for b in sorted(md.brokers)))
 except Exception:
     print("")

@@ -28,9 +28,11 @@ bootstrap() {
 }
 
 write_conf() {  # I
-  local i="$1" d quorum voters=() j
+  local i="$1" d quorum voters=() j pw jaas
   d="$(dir "$i")"
   mkdir -p "$d/data"
+  pw="$(cat "$GRIDLAKE_STATE/secrets/kafka/admin.password")"
+  jaas="org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" password=\"$pw\" user_admin=\"$pw\";"
   if [ "$N" = 1 ]; then
     quorum="controller.quorum.bootstrap.servers=127.0.0.1:$(cport 1)"
   else
@@ -41,11 +43,25 @@ write_conf() {  # I
 process.roles=broker,controller
 node.id=$i
 $quorum
-listeners=PLAINTEXT://127.0.0.1:$(port "$i"),CONTROLLER://127.0.0.1:$(cport "$i")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(port "$i")
+listeners=SASL_PLAINTEXT://127.0.0.1:$(port "$i"),CONTROLLER://127.0.0.1:$(cport "$i")
+advertised.listeners=SASL_PLAINTEXT://127.0.0.1:$(port "$i")
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT
+inter.broker.listener.name=SASL_PLAINTEXT
+# Every connection signs in (issue 25): clients with SCRAM-SHA-512 (their credentials in the
+# cluster's metadata: jobs/gridlake/sources/kafka_auth.py), the brokers and controllers among
+# themselves with PLAIN as admin, the one user this file defines. Without an ACL, nothing.
+sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
+sasl.mechanism.inter.broker.protocol=PLAIN
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.plain.sasl.jaas.config=$jaas
+listener.name.controller.sasl.enabled.mechanisms=PLAIN
+listener.name.controller.plain.sasl.jaas.config=$jaas
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:admin
+allow.everyone.if.no.acl.found=false
 log.dirs=$d/data
 num.partitions=$PARTITIONS
 default.replication.factor=$RF
@@ -66,6 +82,9 @@ start() {
   for i in $(seq 1 "$N"); do pid_alive "$(name "$i")" || alive=0; done
   [ "$alive" = 1 ] && { log "kafka: already running ($N broker(s))"; exit 0; }
   bash "$GRIDLAKE_REPO/infra/fetch_jars.sh" kafka
+  # the principals' passwords (0600, generated once); server.properties (0600: umask) holds admin's
+  "$GRIDLAKE_VENV/bin/python" -m gridlake.sources.kafka_auth passwords 2>/dev/null \
+    || die "kafka: generating the passwords failed"
   # One cluster id for every broker of the quorum, kept beside them.
   mkdir -p "$GRIDLAKE_STATE/kafka"
   [ -s "$GRIDLAKE_STATE/kafka/cluster.id" ] \
@@ -91,14 +110,20 @@ start() {
       kafka.Kafka "$(dir "$i")/server.properties"
   done
   for i in $(seq 1 "$N"); do wait_port "$(port "$i")" 90 "$(name "$i")"; done
-  local t
+  # SCRAM users and ACLs first (as admin with PLAIN): then everyone can sign in
+  "$GRIDLAKE_VENV/bin/python" -m gridlake.sources.kafka_auth setup >> "$GRIDLAKE_LOGS/kafka-topics.log" 2>&1 \
+    || die "kafka: creating the users and ACLs failed; see $GRIDLAKE_LOGS/kafka-topics.log"
+  local t admin
+  admin="$("$GRIDLAKE_VENV/bin/python" -c 'from gridlake.settings import get_settings
+from gridlake.sources.kafka_auth import java_client_properties as j
+print(j(get_settings(), "admin"))')"
   for t in $TOPICS; do
-    kjava org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" \
+    kjava org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" --command-config "$admin" \
       --create --if-not-exists --topic "$t" --partitions "$PARTITIONS" --replication-factor "$RF" \
       --config "min.insync.replicas=$ISR" >> "$GRIDLAKE_LOGS/kafka-topics.log" 2>&1 \
       || die "kafka: creating topic $t failed; see $GRIDLAKE_LOGS/kafka-topics.log"
   done
-  log "kafka: up, $N broker(s) on $(bootstrap) (topics: $TOPICS; replication $RF, min.insync.replicas $ISR)"
+  log "kafka: up, $N broker(s) on $(bootstrap) (SASL/SCRAM-SHA-512, ACLs; topics: $TOPICS; replication $RF, min.insync.replicas $ISR; passwords in $GRIDLAKE_STATE/secrets/kafka/)"
 }
 
 case "${1:-status}" in

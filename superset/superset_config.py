@@ -8,6 +8,7 @@ crashes the gunicorn workers with a circular import.
 from __future__ import annotations
 
 import os
+import re
 
 # --- SQL dialects, loaded before the first request ------------------------------------------------
 # sqlglot (Superset's SQL parser) loads a dialect on first use and registers its class before it
@@ -180,8 +181,49 @@ def _spark_name(row) -> str:
     return row[1] if len(row) >= 2 else row[0]
 
 
+# --- the event log keeps no secret -------------------------------------------------------------
+# Superset's event log (the `logs` table) keeps each logged request's form and JSON body: an asset
+# import's `passwords` (the Thrift Server password of Superset's own user), a database PUT's URI.
+# Keys that name secrets are kept out, and a password inside a URI is masked (#25; tested: no
+# secret of the instance in any file of its state, superset.db included).
+_SECRET_KEY_NAMES = re.compile(r"(?i)passw|secret|token|private_key|credential|encrypted_extra")
+_URI_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)[^@\s]+@")
+
+
+def _redacted(value):
+    if isinstance(value, dict):
+        return {
+            k: "<redacted>" if _SECRET_KEY_NAMES.search(str(k)) else _redacted(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redacted(v) for v in value]
+    if isinstance(value, str):
+        return _URI_PASSWORD.sub(r"\1XXXXXXXXXX@", value)
+    return value
+
+
+def _redact_event_log() -> None:
+    from superset.utils.log import DBEventLogger
+
+    original = DBEventLogger.log
+    if getattr(original, "gridlake_redacts", False):
+        return
+
+    def log(self, user_id, action, *args, **kwargs):
+        for key in ("records", "curated_payload"):
+            if kwargs.get(key) is not None:
+                kwargs[key] = _redacted(kwargs[key])
+        return original(self, user_id, action, *args, **kwargs)
+
+    log.gridlake_redacts = True
+    DBEventLogger.log = log
+
+
 def FLASK_APP_MUTATOR(app):
-    """Make table and view listings read the name column of Spark's answer, not the database."""
+    """Make table and view listings read the name column of Spark's answer, not the database;
+    keep secrets out of the event log."""
+    _redact_event_log()
     from pyhive.sqlalchemy_hive import HiveDialect
     from sqlalchemy import text
     from superset.db_engine_specs.hive import HiveEngineSpec

@@ -63,8 +63,10 @@ def test_reads_this_machine() -> None:
 def _consume(bootstrap: str, host: str, expected: int, timeout: float = 60) -> list[dict]:
     from confluent_kafka import Consumer
 
+    from gridlake.sources.kafka_auth import admin_conf
+
     c = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"agent-{uuid.uuid4()}",
+        {**admin_conf(bootstrap), "group.id": f"agent-{uuid.uuid4()}",
          "auto.offset.reset": "earliest"}
     )  # fmt: skip
     c.subscribe(["grid.nodes"])

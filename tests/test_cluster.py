@@ -261,7 +261,9 @@ def test_dashboards_render_from_the_clusters_thrift_server(demo_week: Path) -> N
 def _admin():
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": BOOTSTRAP})
+    from gridlake.sources.kafka_auth import admin_conf
+
+    return AdminClient(admin_conf(BOOTSTRAP))
 
 
 def _end_offsets(topic: str) -> dict[int, int]:
@@ -271,9 +273,11 @@ def _end_offsets(topic: str) -> dict[int, int]:
 
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+    from gridlake.sources.kafka_auth import admin_conf
+
     deadline = time.monotonic() + 120
     while True:
-        c = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "gridlake-test-offsets"})
+        c = Consumer({**admin_conf(BOOTSTRAP), "group.id": "gridlake-test-offsets"})
         try:
             parts = c.list_topics(topic, timeout=20).topics[topic].partitions
             return {

@@ -378,7 +378,9 @@ def test_the_fuzz_seeds_hold_records(tmp_path: Path) -> None:
 def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "gridlake-test-offsets",
+    from gridlake.sources.kafka_auth import admin_conf
+
+    consumer = Consumer({**admin_conf(bootstrap), "group.id": "gridlake-test-offsets",
                          "enable.auto.commit": False})  # fmt: skip
     try:
         meta = consumer.list_topics(topic, timeout=30).topics[topic]
@@ -393,8 +395,10 @@ def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
 def _read_from(bootstrap: str, topic: str, start: dict[int, int]) -> list[dict]:
     from confluent_kafka import Consumer, TopicPartition
 
+    from gridlake.sources.kafka_auth import admin_conf
+
     end = _end_offsets(bootstrap, topic)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "gridlake-test-read",
+    consumer = Consumer({**admin_conf(bootstrap), "group.id": "gridlake-test-read",
                          "enable.auto.commit": False})  # fmt: skip
     out = []
     try:

@@ -35,7 +35,9 @@ def _watermark_total(bootstrap: str, topic: str) -> int:
     """Records on a topic according to the broker (sum of high - low watermarks)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{uuid.uuid4()}"})
+    from gridlake.sources.kafka_auth import admin_conf
+
+    c = Consumer({**admin_conf(bootstrap), "group.id": f"wm-{uuid.uuid4()}"})
     try:
         parts = c.list_topics(topic, timeout=10).topics[topic].partitions
         total = 0

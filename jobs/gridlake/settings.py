@@ -181,6 +181,9 @@ class Settings:
             # whatever the process's umask): the warehouse's files readable by their owner only,
             # as everything else of an instance (infra/env.sh's umask 077).
             "spark.hadoop.fs.permissions.umask-mode": "077",
+            # Options redacted in plans, logs and errors: Spark's default (url) and the Kafka
+            # source's sign-in (kafka.sasl.jaas.config carries a password)
+            "spark.sql.redaction.options.regex": "(?i)url|jaas|password|secret|token",
         }
         conf.update(self.jar_conf())
         if self.metastore_uri:

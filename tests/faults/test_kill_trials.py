@@ -113,7 +113,9 @@ def _kill_at(cmds: list[list[str]], delay: float, root: Path) -> tuple[str, int 
 def _watermarks(bootstrap: str, topic: str) -> int:
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{uuid.uuid4()}"})
+    from gridlake.sources.kafka_auth import admin_conf
+
+    c = Consumer({**admin_conf(bootstrap), "group.id": f"wm-{uuid.uuid4()}"})
     try:
         parts = c.list_topics(topic, timeout=10).topics[topic].partitions
         marks = [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in parts]

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from gridlake.bronze.tables import BRONZE
 from gridlake.settings import TOPICS, Settings, get_settings
+from gridlake.sources import kafka_auth
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,8 @@ def ingest(
         table.ensure(spark, settings)
         source = (
             spark.readStream.format("kafka")
-            .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
+            # signed in as the ingest principal: it may read the grid.* topics, nothing else
+            .options(**kafka_auth.spark_options(settings, "ingest"))
             .option("subscribe", TOPICS[name])
             .option("startingOffsets", "earliest")
             .option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))

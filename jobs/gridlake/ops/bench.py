@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from gridlake.settings import REPO_ROOT, get_settings
+from gridlake.sources import kafka_auth
 
 
 @dataclass(frozen=True)
@@ -163,8 +164,11 @@ def _producer_performance(path: Path, n: int) -> float:
     cmd = [
         "java", "-cp", f"{libs}/*", "org.apache.kafka.tools.ProducerPerformance",
         "--topic", "grid.jobs", "--num-records", str(n), "--payload-file", str(path),
-        "--throughput", "-1", "--producer-props", f"bootstrap.servers={settings.kafka_bootstrap}",
-        "acks=all", "enable.idempotence=true", "linger.ms=20", "compression.type=lz4",
+        "--throughput", "-1",
+        # signed in as gridlake publish is (jobs): the same SASL/SCRAM cost on both sides
+        "--producer.config", str(kafka_auth.java_client_properties(settings, "jobs")),
+        "--producer-props", f"bootstrap.servers={settings.kafka_bootstrap}", "acks=all",
+        "enable.idempotence=true", "linger.ms=20", "compression.type=lz4",
     ]  # fmt: skip
     text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", text)
@@ -208,6 +212,7 @@ def _consumer_performance(topic: str, n: int) -> dict[str, float]:
         "--bootstrap-server", settings.kafka_bootstrap, "--topic", topic,
         "--messages", str(n), "--group", f"bench-consumer-perf-{time.time_ns()}",
         "--timeout", "120000",
+        "--consumer.config", str(kafka_auth.java_client_properties(settings, "admin")),
     ]  # fmt: skip
     text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -245,7 +250,7 @@ def bench_ingest(scale: Scale, work: Path) -> dict[str, Any]:
     spark = _spark()
     topic_records = (
         spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", get_settings().kafka_bootstrap)
+        .options(**kafka_auth.spark_options(get_settings(), "ingest"))
         .option("subscribe", TOPICS["jobs"])
         .load()
         .count()

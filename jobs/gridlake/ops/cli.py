@@ -411,6 +411,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
             print(f"--opt takes key=value, not {item!r}", file=sys.stderr)
             return 2
         opts[key.strip()] = value.strip()
+    from gridlake.sources.kafka_auth import KafkaAuthError
+
     try:
         report = publish_files(
             args.topic, files, progress=not args.quiet, fmt=args.format, reader_opts=opts
@@ -418,6 +420,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    except KafkaAuthError as exc:  # nothing was published
+        print(f"gridlake publish: {exc}", file=sys.stderr)
+        return 1
     for p in report.problems:
         print(p, file=sys.stderr)
     print(

@@ -16,6 +16,7 @@ than dropping anything silently. ``--flush-spool`` re-sends a spool and exits.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from gridlake.settings import TOPICS, Settings, get_settings
+
+log = logging.getLogger(__name__)
 
 SKIP_DEVICE_PREFIXES = ("loop", "ram", "zram", "fd", "sr")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024 if hasattr(os, "sysconf") else 4
@@ -202,9 +205,19 @@ class Publisher:
     def __post_init__(self) -> None:
         from confluent_kafka import Producer
 
+        from gridlake.sources import kafka_auth
+
+        # signed in as the nodes principal (or the environment's user): it may write grid.nodes
+        user, pw, where = kafka_auth.credentials(self.settings, "nodes")
+
+        def on_error(err: Any) -> None:  # the agent keeps spooling; say why Kafka refuses
+            if kafka_auth.is_auth_error(err):
+                log.error("%s", kafka_auth.describe_error(err, user, TOPICS["nodes"], where))
+
         self._producer = Producer(
             {
-                "bootstrap.servers": self.settings.kafka_bootstrap,
+                **kafka_auth.client_conf(self.settings, user, pw),
+                "error_cb": on_error,
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": 50,

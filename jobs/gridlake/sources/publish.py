@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -177,19 +178,40 @@ def _adapted(
         yield text, item
 
 
-def _producer(settings: Settings):  # noqa: ANN202 - confluent_kafka.Producer
-    from confluent_kafka import Producer
+def _producer(settings: Settings, topic: str) -> Any:  # confluent_kafka.Producer
+    """A producer signed in as the topic's producer principal (or the environment's user),
+    checked before the first record: a wrong password or a topic the user may not write stops
+    publish at once with a sentence that says which (kafka_auth.describe_error)."""
+    from confluent_kafka import KafkaError, KafkaException, Producer
 
-    return Producer(
+    from gridlake.sources import kafka_auth
+
+    user, pw, where = kafka_auth.credentials(settings, kafka_auth.PRODUCER_OF.get(topic, "admin"))
+    errors: list[Any] = []
+    conf = kafka_auth.client_conf(settings, user, pw)
+    conf.update(
         {
-            "bootstrap.servers": settings.kafka_bootstrap,
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 20,
             "compression.type": "lz4",
             "client.id": "gridlake-publish",
+            "error_cb": errors.append,
         }
     )
+    producer = Producer(conf)
+    try:
+        meta = producer.list_topics(topic, timeout=20)
+    except KafkaException as exc:
+        producer.poll(1)  # serve error_cb: it says whether the sign-in failed
+        auth = [e for e in errors if kafka_auth.is_auth_error(e)]
+        raise kafka_auth.KafkaAuthError(
+            kafka_auth.describe_error(auth[0], user, topic, where) if auth else f"Kafka: {exc}"
+        ) from exc
+    err = meta.topics[topic].error if topic in meta.topics else None
+    if err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        raise kafka_auth.KafkaAuthError(kafka_auth.describe_error(err, user, topic, where))
+    return producer
 
 
 def publish_files(
@@ -215,12 +237,20 @@ def publish_files(
     name = next(k for k, v in TOPICS.items() if v == topic)
     key_field = contract(name).key
     report = PublishReport(topic)
-    producer = _producer(settings)
+    producer = _producer(settings, topic)
 
-    def on_delivery(err, _msg) -> None:  # noqa: ANN001
+    def on_delivery(err, msg) -> None:  # noqa: ANN001
         if err is not None:
             report.delivery_errors += 1
-            report.problem(f"delivery failed: {err}")
+            from gridlake.sources import kafka_auth
+
+            if kafka_auth.is_auth_error(err):
+                user = os.environ.get("GRIDLAKE_KAFKA_USER") or kafka_auth.PRODUCER_OF.get(
+                    topic, "admin"
+                )
+                report.problem(kafka_auth.describe_error(err, user, msg.topic()))
+            else:
+                report.problem(f"delivery failed: {err}")
 
     files = list(files)
     bar = None
