@@ -19,8 +19,9 @@ ingest     read every ``grid.*`` topic (Spark's Kafka source; its consumer group
 ``gridlake publish`` signs in as the producer of the topic it writes, ``gridlake agent`` as
 ``nodes``, ``gridlake ingest`` as ``ingest``; ``GRIDLAKE_KAFKA_USER`` with
 ``GRIDLAKE_KAFKA_PASSWORD`` (or ``GRIDLAKE_KAFKA_PASSWORD_FILE``, a 0600 file) sign a process's
-Kafka clients in as someone else (a site's own credentials, a site's own Kafka). ``GRIDLAKE_KAFKA_SECURITY=none`` is for a
-site's own Kafka without authentication (plaintext, no credentials sent).
+Kafka clients in as someone else (a site's own credentials, a site's own Kafka).
+``GRIDLAKE_KAFKA_SECURITY=none`` is for a site's own Kafka without authentication (plaintext, no
+credentials sent).
 
     python -m gridlake.sources.kafka_auth passwords   # generate what is missing (kafka.sh)
     python -m gridlake.sources.kafka_auth setup       # SCRAM users and ACLs (brokers up)
