@@ -159,13 +159,33 @@ def test_commands_run_as_yarn_applications_with_the_warehouse_on_hdfs(initialize
 LOCAL_OFFSET = 900  # the local-mode run of the comparison (instance cluster-local)
 
 
+def _cluster_settings():
+    """The cluster instance's settings, from this (test) process."""
+    import dataclasses
+
+    from gridlake.settings import get_settings
+
+    return dataclasses.replace(get_settings(), instance="cluster", kafka_bootstrap=BOOTSTRAP)
+
+
+def _kafka_admin_conf() -> dict:
+    from gridlake.sources.kafka_auth import client_conf
+
+    return client_conf(_cluster_settings(), "admin")
+
+
 def _local_env() -> dict[str, str]:
-    """A local-mode instance reading the cluster's Kafka topics (the same input)."""
+    """A local-mode instance reading the cluster's Kafka topics (the same input), signed in as
+    the cluster's ingest principal (as a site's own Kafka would be read)."""
+    from gridlake.sources.kafka_auth import password_file
+
     env = _env()
     env.update(
         GRIDLAKE_INSTANCE="cluster-local",
         GRIDLAKE_PORT_OFFSET=str(LOCAL_OFFSET),
         GRIDLAKE_KAFKA_BOOTSTRAP=BOOTSTRAP,
+        GRIDLAKE_KAFKA_USER="ingest",
+        GRIDLAKE_KAFKA_PASSWORD_FILE=str(password_file(_cluster_settings(), "ingest")),
     )
     return env
 
@@ -261,9 +281,7 @@ def test_dashboards_render_from_the_clusters_thrift_server(demo_week: Path) -> N
 def _admin():
     from confluent_kafka.admin import AdminClient
 
-    from gridlake.sources.kafka_auth import admin_conf
-
-    return AdminClient(admin_conf(BOOTSTRAP))
+    return AdminClient(_kafka_admin_conf())
 
 
 def _end_offsets(topic: str) -> dict[int, int]:
@@ -273,11 +291,9 @@ def _end_offsets(topic: str) -> dict[int, int]:
 
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    from gridlake.sources.kafka_auth import admin_conf
-
     deadline = time.monotonic() + 120
     while True:
-        c = Consumer({**admin_conf(BOOTSTRAP), "group.id": "gridlake-test-offsets"})
+        c = Consumer({**_kafka_admin_conf(), "group.id": "gridlake-test-offsets"})
         try:
             parts = c.list_topics(topic, timeout=20).topics[topic].partitions
             return {
