@@ -373,7 +373,9 @@ def _load_bronze(spark: Any, path: str, name: str, day_col: str, days: list[date
     table.conform(rows).write.format("delta").mode("append").save(table.path())
 
 
-def _seed_history(spark: Any, source_days: list[date], copies: int) -> dict[str, int]:
+def _seed_history(
+    spark: Any, source_days: list[date], copies: int, tables: tuple[str, ...] | None = None
+) -> dict[str, int]:
     """Silver history as copies of the refined ``source_days``: copy k moves every timestamp
     by k x len(source_days) days and gives job ids a suffix, so the copies fill the days after
     the source ones. A bulk load of history (not a refine: its time is reported on its own);
@@ -404,6 +406,8 @@ def _seed_history(spark: Any, source_days: list[date], copies: int) -> dict[str,
     )  # fmt: skip
     rows: dict[str, int] = {}
     for table, day_col, times, derived in plans:
+        if tables is not None and table.full_name not in tables:
+            continue
         path = table.path()
         version = DeltaTable.forPath(spark, path).history(1).select("version").first()[0]
         src = spark.read.format("delta").option("versionAsOf", version).load(path)
@@ -488,7 +492,37 @@ def bench_silver(scale: Scale, work: Path) -> dict[str, Any]:
     return out
 
 
+# The gold groups that read silver.jobs alone: the gold stage measures them (the others read node
+# samples, perfSONAR results or these groups' gold, measured by the silver, network and cluster
+# stages).
+JOBS_GROUPS = ("site_efficiency", "efficiency", "speed_factors")
+
+
+def _wipe_warehouse(spark: Any) -> None:
+    """Drop the bench instance's bronze, silver and gold tables (an earlier stage's) and their
+    files, wherever the storage root lies (local disk or HDFS)."""
+    from gridlake.settings import get_settings
+
+    root = get_settings().storage_root.rstrip("/")
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    for db in ("bronze", "silver", "gold"):
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
+        path = jvm.org.apache.hadoop.fs.Path(f"{root}/{db}")
+        path.getFileSystem(conf).delete(path, True)
+    checkpoints = jvm.org.apache.hadoop.fs.Path(f"{root}/_checkpoints")
+    checkpoints.getFileSystem(conf).delete(checkpoints, True)
+
+
 def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
+    """Two parts. ``full``: every table of the groups that read silver.jobs alone
+    (``JOBS_GROUPS``) computed whole from a silver.jobs of N and of 10 N jobs (a week; hundreds
+    of CPU models, tens of thousands of tasks): seconds per group, fit iterations, peak memory,
+    ``full_ratio_10n_vs_n`` (target <= 10). ``incremental``: ``gridlake analyze`` of those
+    groups on the bench warehouse, 30 days of history (``day_jobs`` a day: days 1-2 refined,
+    days 3-30 bulk-loaded as their copies), one new day refined into it, then the incremental
+    analyze (what Airflow runs) and the full one (``--full``) on the same 31 days:
+    ``incremental_ratio_vs_full`` (target <= 0.2)."""
     from pyspark.sql import functions as F
 
     from gridlake.gold.analyze import gold_frames
@@ -532,11 +566,65 @@ def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
             .first()
         )
         out["speed_factors"][label].update(fit.asDict())
-    for name, target in (("efficiency", "< 8"), ("speed_factors", "< 10")):
+    for name in groups:
         g = out[name]
         g["ratio_10n_vs_n"] = round(g["10n"]["seconds"] / g["n"]["seconds"], 2)
-        g["target"] = target
+    total = {lb: sum(out[name][lb]["seconds"] for name in groups) for lb in ("n", "10n")}
+    out["full_seconds"] = total
+    out["full_ratio_10n_vs_n"] = round(total["10n"] / total["n"], 2)
+    peak = {lb: max((v for name in groups for v in out[name][lb]["peak_rss_mb"].values() if v),
+                    default=0.0) for lb in ("n", "10n")}  # fmt: skip
+    out["peak_rss_ratio_10n_vs_n"] = round(peak["10n"] / peak["n"], 2) if peak["n"] else None
+    out["incremental"] = _gold_incremental(spark, scale, work, pids)
+    out["incremental_ratio_vs_full"] = out["incremental"]["ratio_vs_full"]
     spark.stop()
+    return out
+
+
+def _gold_incremental(spark: Any, scale: Scale, work: Path, pids: list[int]) -> dict[str, Any]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gridlake.gold.analyze import analyze
+    from gridlake.silver.refine import refine
+
+    start = date(2026, 7, 6)  # a Monday: days 1-30 fill weeks 28-32, day 31 is in week 32
+    day_31 = start + timedelta(days=30)
+    first, last = work / "sim-gold-days-1-2", work / "sim-gold-day-31"
+    kw = {"monitored_hosts": 0, "latency_interval": 86400, "cpu_models": scale.gold_cpu_models,
+          "sites": scale.gold_sites}  # fmt: skip
+    with ThreadPoolExecutor(2) as pool:
+        sims = [
+            pool.submit(_simulate, first, scale.day_jobs * 2, 2, start, **kw),
+            pool.submit(_simulate, last, scale.day_jobs, 1, day_31, seed=31, **kw),
+        ]
+        for f in sims:
+            f.result()
+    _wipe_warehouse(spark)
+    out: dict[str, Any] = {"jobs_per_day": scale.day_jobs, "groups": list(JOBS_GROUPS)}
+
+    def timed(label: str, fn: Callable[[], Any]) -> Any:
+        result: list[Any] = []
+        seconds, peaks = _timed(lambda: result.append(fn()), pids)
+        out[label] = {"seconds": round(seconds, 1), "peak_rss_mb": peaks}
+        print(f"   gold {label}: {seconds:.1f} s", file=sys.stderr, flush=True)
+        return result[0]
+
+    days = [start, start + timedelta(days=1)]
+    _load_bronze(spark, (first / "jobs.jsonl").as_uri(), "jobs", "end_time", days)
+    refine(spark, "jobs")
+    out["history_rows"] = _seed_history(spark, days, 14, tables=("silver.jobs",))
+    timed("full_30_days", lambda: analyze(spark, groups=JOBS_GROUPS))
+    _load_bronze(spark, (last / "jobs.jsonl").as_uri(), "jobs", "end_time", [day_31])
+    timed("refine_day_31", lambda: refine(spark, "jobs"))
+    counts = timed("incremental_day_31", lambda: analyze(spark, groups=JOBS_GROUPS,
+                                                          skip_current=True))  # fmt: skip
+    out["incremental_day_31"]["rows_written"] = counts
+    timed("full_31_days", lambda: analyze(spark, groups=JOBS_GROUPS))
+    out["ratio_vs_full"] = round(
+        out["incremental_day_31"]["seconds"] / out["full_31_days"]["seconds"], 3
+    )
+    shutil.rmtree(first, ignore_errors=True)
+    shutil.rmtree(last, ignore_errors=True)
     return out
 
 
@@ -868,6 +956,74 @@ NEEDS = {
 }
 
 
+# The targets of each stage (they apply at the standard scale and above; the small scale is a
+# quick look): (figure, comparison, bound) on the stage's results, dotted for a nested figure.
+# ``met`` is true when every one holds, null when a figure is missing.
+TARGETS: dict[str, tuple[tuple[str, str, float], ...]] = {
+    "publish": (("ratio", ">=", 0.7),),
+    "ingest": (("ratio_vs_consumer_perf_test", ">=", 0.8),),
+    "agent": (("overhead_ratio", "<", 0.01),),
+    "silver": (("ratio_day31_vs_day1", "<=", 1.3),),
+    "gold": (("full_ratio_10n_vs_n", "<=", 10.0), ("incremental_ratio_vs_full", "<=", 0.2)),
+    "spark-vs-duckdb": (("ratio_spark_vs_duckdb", "<=", 3.0),),
+    "network": (("ratio_week_vs_day", "<", 9.0),),
+    "serving": (("worst_dashboard_p95_s", "<", 1.0),),
+    "cluster": (
+        ("silver.ratio_cluster_vs_local", "<=", 2.0),
+        ("gold.ratio_cluster_vs_local", "<=", 2.0),
+    ),
+}
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    ">=": lambda a, b: a >= b, ">": lambda a, b: a > b,
+    "<=": lambda a, b: a <= b, "<": lambda a, b: a < b,
+}  # fmt: skip
+
+
+def _figure(results: dict[str, Any], dotted: str) -> Any:
+    value: Any = results
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def judge(stage: str, results: dict[str, Any]) -> tuple[str | None, bool | None]:
+    """The stage's target as text and whether its results meet it (None: no target, or a
+    figure missing)."""
+    targets = TARGETS.get(stage)
+    if not targets:
+        return None, None
+    text = " and ".join(f"{key} {op} {bound:g}" for key, op, bound in targets)
+    values = [_figure(results, key) for key, _, _ in targets]
+    if any(not isinstance(v, int | float) or isinstance(v, bool) for v in values):
+        return text, None
+    met = all(_COMPARE[op](v, bound) for v, (_, op, bound) in zip(values, targets, strict=True))
+    return text, met
+
+
+class _LoadSampler:
+    """The 1-minute load average every 5 s while a stage runs (a shared 2-core machine is
+    noisy: the figures say how loaded it was)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.samples: list[float] = [os.getloadavg()[0]]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(5.0):
+            self.samples.append(os.getloadavg()[0])
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append(os.getloadavg()[0])
+        return {"load_average": round(statistics.fmean(self.samples), 2),
+                "load_average_max": round(max(self.samples), 2)}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="gridlake-bench", description=__doc__)
     p.add_argument(
@@ -897,11 +1053,19 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=settings.state) as tmp, _services(services):
         for stage in stages:
             print(f"== {stage}", file=sys.stderr, flush=True)
-            t0 = time.perf_counter()
-            results[stage] = STAGES[stage](scale, Path(tmp))
-            results[stage]["stage_seconds"] = round(time.perf_counter() - t0, 1)
-            results[stage]["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            results[stage]["load_average_1m"] = round(os.getloadavg()[0], 2)
+            t0, load = time.perf_counter(), _LoadSampler()
+            got = STAGES[stage](scale, Path(tmp))
+            text, met = judge(stage, got)
+            results[stage] = {
+                "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "scale": args.scale,
+                **load.stop(),
+                "stage_seconds": round(time.perf_counter() - t0, 1),
+                **{k: v for k, v in got.items() if k not in ("target", "met")},
+                "target": text if text is not None else got.get("target"),
+                "met": met,
+                "target_applies": args.scale != "small",
+            }
             print(json.dumps({stage: results[stage]}, indent=2), flush=True)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(results, indent=2) + "\n")  # after each stage

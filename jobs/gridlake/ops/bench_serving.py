@@ -717,8 +717,8 @@ def _measure(api: SupersetClient, con: Any, scale: ServingScale) -> dict[str, An
                 if duck_s
                 else None
             ),
-            "target": "p95 < 2 s",
-            "meets_target": p95 < 2.0,
+            "target": "p95 < 1 s",
+            "meets_target": p95 < 1.0,
             "slowest_charts": sorted(
                 ((k, v["superset_p50_s"]) for k, v in per_chart.items()), key=lambda kv: -kv[1]
             )[:3],
