@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from airflow.providers.standard.operators.bash import BashOperator
 from airflow.sdk import CronTriggerTimetable, dag
-from gridlake_common import CLI, MANIFEST, START, default_args, table_asset
+from gridlake_common import CLI, INGEST_CRON, MANIFEST, START, default_args, table_asset
 
 
 @dag(
     dag_id="grid_ingest",
-    schedule=CronTriggerTimetable("*/15 * * * *", timezone="UTC"),
+    schedule=CronTriggerTimetable(INGEST_CRON, timezone="UTC"),
     start_date=START,
     catchup=False,
     max_active_runs=1,

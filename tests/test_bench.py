@@ -99,3 +99,64 @@ def test_the_load_sampler_reports_the_machines_load() -> None:
     assert set(got) == {"load_average", "load_average_max"}
     assert 0 <= got["load_average"] <= got["load_average_max"]
     assert got["load_average_max"] >= min(os.getloadavg()[0], got["load_average"])
+
+
+def _job(job_id: str, end: str, start: str = "2026-11-29T10:00:00Z",
+         submit: str = "2026-11-29T09:55:00Z") -> str:  # fmt: skip
+    rec = {"job_id": job_id, "attempt": 2, "retry_of": "x", "site": "SITE-A", "host": "wn1",
+           "submit_time": submit, "start_time": start, "end_time": end}  # fmt: skip
+    return json.dumps(rec)
+
+
+def test_freshness_history_is_what_ended_before_now_and_the_rest_feeds_the_probes() -> None:
+    from datetime import UTC, datetime
+
+    from gridlake.ops.bench_freshness import split_history
+
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    lines = [_job("a", "2026-11-29T11:59:59Z"), _job("b", "2026-11-29T12:00:01Z"),
+             _job("c", "2026-11-29T12:00:00Z")]  # fmt: skip
+    past, pool = split_history(lines, now)
+    assert [json.loads(x)["job_id"] for x in past] == ["a", "c"]
+    assert [r["job_id"] for r in pool] == ["b"]
+
+
+def test_a_probe_batch_ends_in_the_minute_before_now_with_its_durations_kept() -> None:
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    from gridlake.ops.bench_freshness import _parse, probe_batch
+
+    pool = [json.loads(_job(f"j{i}", "2026-11-30T18:00:00Z", start="2026-11-30T16:30:00Z",
+                            submit="2026-11-30T15:55:00Z")) for i in range(3)]  # fmt: skip
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    batch = [json.loads(x) for x in probe_batch(pool, 4, 7, now, random.Random(1))]
+    assert len(batch) == 4
+    assert batch[0]["site"] == "FRESHNESS-PROBE-7"
+    assert {r["site"] for r in batch[1:]} == {"SITE-A"}
+    assert len({r["job_id"] for r in batch}) == 4  # new ids: a re-send would be deduplicated
+    for r in batch:
+        end, start = _parse(r["end_time"]), _parse(r["start_time"])
+        assert now - timedelta(seconds=61) <= end <= now
+        assert end - start == timedelta(hours=1, minutes=30)
+        assert _parse(r["start_time"]) - _parse(r["submit_time"]) == timedelta(minutes=35)
+        assert (r["attempt"], r["retry_of"]) == (1, None)
+    assert pool[0]["end_time"] == "2026-11-30T18:00:00Z"  # the pool is not changed
+
+
+def test_freshness_figures_add_the_production_schedules_wait_to_what_was_measured() -> None:
+    from gridlake.ops.bench_freshness import summarise
+
+    def probe(wait: float, rest: list[float]) -> dict:
+        keys = ("ingest", "refine_jobs", "wait_for_analytics", "analyze_site_efficiency",
+                "to_sql_view", "to_dashboard")  # fmt: skip
+        parts = {"wait_for_schedule": wait, **dict(zip(keys, rest, strict=True))}
+        return {"end_to_end_s": wait + sum(rest), "pipeline_s": sum(rest[:5]), "parts_s": parts}
+
+    probes = [probe(10 * k, [20, 30, 5, 40 + k, 3, 1]) for k in range(5)]
+    got = summarise(probes, 180)
+    assert got["pipeline_p95_s"] == 20 + 30 + 5 + 44 + 3
+    # p95 of a uniform wait over 15 minutes plus the slowest of five after the wait
+    assert got["end_to_end_p95_s"] == 0.95 * 900 + (20 + 30 + 5 + 44 + 3 + 1)
+    assert got["end_to_end_bench_schedule_p95_s"] == 40 + 20 + 30 + 5 + 44 + 3 + 1
+    assert got["parts_p50_s"]["analyze_site_efficiency"] == 42
