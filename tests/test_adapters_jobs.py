@@ -38,6 +38,7 @@ needs_realdata = pytest.mark.skipif(
 CONDOR_ADS = REALDATA / "htcondor-classads-fnal-fifebatch" / "fifebatch1_dune_job_ads_2017.classad"
 FIXTURES = REALDATA / "apel-parser-test-fixtures"
 NASA = REALDATA / "pwa-nasa-ipsc-1993-swf" / "NASA-iPSC-1993-3.1-cln.swf.gz"
+LPC_EGEE = REALDATA / "pwa-lpc-egee-2004-swf" / "LPC-EGEE-2004-1.2-cln.part1_2004-09_2005-01.swf.gz"
 GRIDSIM = REALDATA / "pwa-swf-small-samples-gridsim"
 GRACC = REALDATA / "osg-gracc-apel-summaries"
 
@@ -543,6 +544,36 @@ def test_swf_nasa_trace_is_read_whole_and_rejected_for_missing_cpu_and_status() 
     assert first.raw.split()[:5] == ["1", "0", "-1", "1451", "128"]  # run time 1451 s
     assert bad[-1].location == "line 18271"
     assert bad[-1].raw.split()[:4] == ["42264", "7948936", "-1", "86"]
+
+
+@needs_realdata
+def test_swf_lpc_egee_grid_trace_maps_groups_queues_and_ces() -> None:
+    """The LCG/EGEE cluster at LPC Clermont-Ferrand (134,667 jobs, Sep 2004 - Jan 2005): groups
+    become VOs, queues job types, partitions (the CEs) hosts; the jobs cancelled before they
+    started (no run time, no CPU time) are rejected with the reason, nothing else is."""
+    good, bad = split(read_swf(LPC_EGEE, site="LPC-EGEE"))
+    assert (len(good), len(bad)) == (124_618, 10_049)
+    check_valid(good[::25])  # the contract's validator on 5,000 of them (all of them: 25 s)
+    reasons = Counter(r.reason for r in bad)
+    assert reasons == {
+        "run time unknown (-1); average CPU time unknown (-1); end time unknown; "
+        "wall-clock time unknown; user CPU time unknown": 9_987,
+        "average CPU time unknown (-1); user CPU time unknown": 62,
+    }
+    first = good[0]  # 9933  3585977  4  16 1  2  0 1  7200 -1 1  1  1 -1 2 1 -1 -1
+    assert first["job_id"] == "LPC-EGEE:LPC-EGEE-2004-1.2-cln.part1_2004-09_2005-01:9933"
+    assert first["submit_time"] == rfc3339(1091615532 + 3585977)
+    assert first["start_time"] == rfc3339(1091615532 + 3585977 + 4)
+    assert (first["wall_seconds"], first["cpu_user_seconds"], first["cores"]) == (16, 2, 1)
+    assert (first["vo"], first["queue"], first["job_type"]) == ("1", "short", "short")
+    assert first["host"] == "clrglop195.in2p3.fr" and first["status"] == "success"
+    assert {j["host"] for j in good} == {
+        "clrglop195.in2p3.fr", "clrce01.in2p3.fr", "clrce02.in2p3.fr"
+    }  # fmt: skip
+    assert {j["job_type"] for j in good} == {"test", "short", "long", "day", "infinite"}
+    statuses = Counter((j["status"], j["failure_mode"]) for j in good)
+    assert statuses == {("success", None): 118_267, ("failed", None): 5_386,
+                        ("failed", "cancelled"): 965}  # fmt: skip
 
 
 @needs_realdata

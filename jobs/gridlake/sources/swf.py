@@ -11,8 +11,12 @@ one line of 18 whitespace-separated numbers, ``-1`` meaning unknown:
 
 Mapping: job_id ``<site>:<file stem>:<job number>`` (``<file stem>:<job number>`` when the
 site is the stem); site ``site=``, else the file name stem
-(``NASA-iPSC-1993-3.1-cln``); host ``host=``; vo ``vo=`` (SWF users and groups are anonymous
-numbers); queue the queue's name from the ``; Queue:`` header, else its number; submit
+(``NASA-iPSC-1993-3.1-cln``); host ``host=``, else the partition's name from the
+``; Partition:`` header (on a grid cluster's log, the CE that ran the job: LPC-EGEE's
+``clrce01.in2p3.fr``), else its number; vo ``vo=``, else the trace's group, kept as it is (an
+anonymised Unix group number: on a grid cluster groups map to VOs); queue the queue's name from
+the ``; Queue:`` header, else its number, and the job type is the queue (a grid site's queues
+are its workload classes: test, short, long, day); submit
 ``UnixStartTime + submit``, start ``submit + wait``, wall run time, end ``start + run``; cores
 allocated processors, else requested processors (listed in ``defaulted_fields``); CPU time
 ``average CPU per processor x processors`` as total (user and system are not separated); status
@@ -53,6 +57,7 @@ def read_swf(
     site = site or stem
     unix_start: float | None = None
     queues: dict[str, str] = {}
+    partitions: dict[str, str] = {}
     with open_text(path) as fh:
         for lineno, line in enumerate(fh, start=1):
             text = line.strip()
@@ -63,10 +68,11 @@ def read_swf(
                 key = key.strip().lower()
                 if key == "unixstarttime":
                     unix_start = to_float(value)
-                elif key == "queue":
+                elif key in ("queue", "partition"):
                     parts = value.split(None, 1)
                     if len(parts) == 2:
-                        queues[parts[0]] = parts[1].split("(")[0].strip()
+                        names = queues if key == "queue" else partitions
+                        names[parts[0]] = parts[1].split("(")[0].strip()
                 continue
             location = f"line {lineno}"
             fields = text.split()
@@ -81,7 +87,7 @@ def read_swf(
                 yield Rejected(str(path), location, f"not a number in field {', '.join(bad)}", line)
                 continue
             yield _job(values, fields, line, str(path), location, stem, site, host, vo, unix_start,
-                       queues, fill_unknown)  # fmt: skip
+                       queues, partitions, fill_unknown)  # fmt: skip
 
 
 def _job(
@@ -96,6 +102,7 @@ def _job(
     vo: str | None,
     unix_start: float | None,
     queues: dict[str, str],
+    partitions: dict[str, str],
     fill_unknown: bool,
 ) -> Item:
     def known(i: int) -> float | None:  # 1-based SWF field number
@@ -132,6 +139,9 @@ def _job(
     start = None if submit is None or wait is None else submit + wait
     end = None if start is None or run is None else start + run
     queue_no = fields[14] if known(15) is not None else None
+    queue = queues.get(queue_no, queue_no) if queue_no else None
+    partition = fields[15] if known(16) is not None else None
+    group = fields[12] if known(13) is not None else None
     item = make_job(
         source=source,
         location=location,
@@ -139,9 +149,10 @@ def _job(
         source_format=SOURCE_FORMAT,
         job_id=f"{site}:{stem}:{fields[0]}" if site != stem else f"{stem}:{fields[0]}",
         site=site,
-        host=host,
-        vo=vo,
-        queue=queues.get(queue_no, queue_no) if queue_no else None,
+        host=host or (partitions.get(partition, partition) if partition else None),
+        vo=vo or group,
+        queue=queue,
+        job_type=queue,
         cores=int(procs) if procs else None,
         submit=submit,
         start=start,
