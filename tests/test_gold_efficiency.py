@@ -704,6 +704,42 @@ def test_outlier_scale_includes_the_entitys_own_sampling_error(spark) -> None:
     assert e.log_se == pytest.approx(0.28 / math.sqrt(19) / 0.68, rel=1e-6)
 
 
+def test_peer_baselines_equal_the_median_and_mad_of_every_rows_peers(spark) -> None:
+    """peer_baselines (order statistics, one sort per group) against the definition: for each
+    row, the median of the other rows' values in its group and the median of their absolute
+    deviations from it. Groups of 1 to 9 rows (odd and even peer counts), ties, and a group of
+    one (no peers: no row)."""
+    import random
+    import statistics
+
+    from gridlake.gold.efficiency.outliers import peer_baselines
+
+    rng = random.Random(7)
+    rows = []
+    for g in range(40):
+        size = 1 + g % 9
+        values = [round(rng.gauss(0, 1), 1 if g % 3 == 0 else 6) for _ in range(size)]  # ties
+        rows += [("r", f"w{g % 4}", f"jt{g}", f"e{i}", v) for i, v in enumerate(values)]
+    df = spark.createDataFrame(
+        rows, "rule_id string, week string, job_type string, entity_value string, _log double"
+    )
+    got = {
+        (r.job_type, r.entity_value): r
+        for r in peer_baselines(df, ["rule_id", "week", "job_type"]).collect()
+    }
+    want = {}
+    for _, _, jt, ev, _ in rows:
+        peers = [x[4] for x in rows if x[2] == jt and x[3] != ev]
+        if peers:
+            med = statistics.median(peers)
+            want[(jt, ev)] = (med, statistics.median(abs(x - med) for x in peers), len(peers))
+    assert set(got) == set(want)
+    for k, (med, mad, n) in want.items():
+        assert got[k]._med == pytest.approx(med, rel=1e-12, abs=1e-15), k
+        assert got[k]._mad == pytest.approx(mad, rel=1e-12, abs=1e-15), k
+        assert got[k].baseline_points == n, k
+
+
 # --------------------------------------------------------------------------------------------
 # compute(): every table of the module, conformed
 # --------------------------------------------------------------------------------------------
