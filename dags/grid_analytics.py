@@ -5,7 +5,9 @@ every day at 03:00 UTC. Each task runs ``gridlake analyze --only <group>``, whic
 group's gold tables from silver (deterministic: a rerun or a backfill of any interval gives the
 same tables); its outlets are those tables. Tasks and their dependencies come from the manifest
 (the ``GROUP`` each gold family declares, collected in ``gridlake.gold.analyze.FAMILIES``): a
-group that reads another group's gold tables runs after it.
+group that reads another group's gold tables runs after it. Of the tasks ready at once the one
+earliest in analyze's order starts first (the manifest's ``priority``): site_efficiency, which the
+operations dashboards open on, does not wait behind the history-wide fits.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ def grid_analytics() -> None:
             task_id=f"analyze_{group}",
             bash_command=f"{CLI} analyze --only {group}",
             outlets=[table_asset(t) for t in step["writes"]],
+            # of the tasks ready at once, the scheduler starts the highest first: analyze's order
+            priority_weight=step["priority"],
+            weight_rule="absolute",
         )
         for before in step["after"]:
             tasks[before] >> tasks[group]

@@ -217,12 +217,21 @@ start() {
   # paused when new).
   local dags=() d
   read -r -a dags <<< "${GRIDLAKE_AIRFLOW_UNPAUSE-grid_ingest grid_analytics grid_weekly_site_reports grid_maintenance}"
+  # `dags unpause` of a DAG the processor has not registered yet exits 0 ("No paused DAGs were
+  # found") and does nothing: so a DAG counts as unpaused only once `dags list` shows it so.
+  local ok
   for d in "${dags[@]}"; do
-    for _ in $(seq 1 90); do
-      "$a" dags unpause "$d" > /dev/null 2>&1 && break
+    ok=0
+    for _ in $(seq 1 60); do
+      if "$a" dags list -o plain --columns dag_id,is_paused 2> /dev/null | grep -Eq "^$d +False *$"; then
+        ok=1
+        break
+      fi
+      "$a" dags unpause "$d" > /dev/null 2>&1 || true
       pid_alive airflow-dag-processor || die "airflow DAG processor exited; see $logs/airflow-dag-processor.log"
       sleep 2
     done
+    [ "$ok" = 1 ] || die "airflow: could not unpause $d (not registered by the DAG processor?); see $logs/airflow-dag-processor.log"
   done
   log "airflow: up on http://127.0.0.1:$AIRFLOW__API__PORT (DAGs unpaused: ${dags[*]})"
 }

@@ -17,9 +17,11 @@ Stages (``--only`` picks some):
   ``silver.job_node_features``, as ``gridlake refine`` does), bulk-load days 3-30 as copies of
   days 1-2 (30 days of history: 30 M jobs at the full scale), refine day 31 into it;
   the day-31 / day-1 time ratio (target <= 1.3) and the peak driver memory.
-- ``gold``: every gold table of the efficiency issue, and the CPU speed-factor fit, on a grid of
-  N jobs and one of 10 N (hundreds of CPU models, tens of thousands of tasks): wall time, fit
-  iterations, ratio (targets < 8x and < 10x), peak driver memory (speed factors: flat).
+- ``gold``: every table of the groups that read silver.jobs alone (site_efficiency, efficiency,
+  speed_factors) on a grid of N jobs and one of 10 N (hundreds of CPU models, tens of thousands
+  of tasks): wall time, fit iterations, peak driver memory, ``full_ratio_10n_vs_n`` (target
+  <= 10); then ``gridlake analyze`` of those groups after one new day refined into 30 days of
+  history against ``--full`` on the same days, ``incremental_ratio_vs_full`` (target <= 0.2).
 - ``spark-vs-duckdb``: gold.site_efficiency_weekly and gold.cpu_model_efficiency computed by
   Spark's transforms from a silver.jobs Delta table of 10 N jobs, against the same SQL in DuckDB
   over the table's Parquet files (same rows checked first), warm runs, ratio (target <= 3).
@@ -34,13 +36,17 @@ Stages (``--only`` picks some):
   RPC, container start-up and replication), and the shuffle bytes and task counts of each run
   from Spark's event logs (what the README's sizing derives from).
 - ``serving``: every chart of every dashboard through Superset's chart-data API over a synthetic
-  year of gold for a 100-site grid, p50/p95 per dashboard (target p95 < 2 s), and the same SQL in
+  year of gold for a 100-site grid, p50/p95 per dashboard (target p95 < 1 s), and the same SQL in
   DuckDB over the same Delta files (``gridlake.ops.bench_serving``).
+- ``freshness``: probe jobs published while a scheduled Airflow runs the pipeline, watched in
+  the SQL view and the dashboard; end-to-end and pipeline p95 (targets 15 and 5 minutes;
+  ``gridlake.ops.bench_freshness``).
 
 Scales: ``small`` (minutes, a smoke check), ``standard`` (the default) and ``full`` (the issues'
 figures: 10 M simulated jobs, 1 M jobs a day into 30 M, gold on 1 M and 10 M; hours on 2 cores).
 The bench uses its own instance (``GRIDLAKE_INSTANCE=bench``, ports + 400), wiped at the start.
-Results: printed, and written to ``$GRIDLAKE_HOME/bench/results-<scale>.json``.
+Results: printed, and written to ``$GRIDLAKE_HOME/bench-results/results-<scale>.json``, each
+stage with ``measured_at``, ``scale``, ``load_average``, ``target`` and ``met`` (see ``TARGETS``).
 """
 
 from __future__ import annotations

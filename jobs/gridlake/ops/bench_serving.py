@@ -23,7 +23,7 @@ the pipeline writes them), at the volume of the modelled grid:
 **The queries.** For each dashboard, each chart's saved query context with the dashboard's default
 native filters applied (a week filter opens on the latest week, the site drill-down on its first
 site), as the browser sends it: POST /api/v1/chart/data with ``force`` (no cache), ``rounds``
-times. p50 and p95 per dashboard (target p95 < 2 s). Superset's own SQL for each query (from the
+times. p50 and p95 per dashboard (target p95 < 1 s). Superset's own SQL for each query (from the
 same response) is transpiled from Spark SQL to DuckDB with sqlglot and run in DuckDB over the
 active Parquet files of each Delta table (listed by the ``deltalake`` package), as the reference.
 """

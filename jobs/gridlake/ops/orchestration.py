@@ -6,8 +6,11 @@ this manifest instead, written by ``gridlake docs`` (a test checks it is current
 - ``refine``: one entry per silver input (``gridlake refine --inputs X``), the silver tables it
   writes (the Airflow assets grid_ingest publishes) and the inputs it must run after;
 - ``gold_groups``: one entry per gold group of ``gridlake.gold.analyze.GROUPS`` (one task of
-  grid_analytics each), the gold tables it writes (its assets) and the groups it runs after
-  (``DEPENDS_ON``).
+  grid_analytics each), the gold tables it writes (its assets), the groups it runs after
+  (``DEPENDS_ON``) and its ``priority`` (Airflow's absolute priority weight: the groups'
+  order in ``FAMILIES``, the first highest, so that of the tasks ready at once the scheduler
+  starts them in the order ``analyze`` runs them: site_efficiency, what the operations
+  dashboards open on, first; the tasks queue behind each other on the one Spark server).
 
 So a new gold group is its family module's ``GROUP`` and one line in ``analyze.FAMILIES``: after
 ``gridlake docs`` the analytics DAG has its task, outlets and dependencies.
@@ -72,8 +75,9 @@ def manifest() -> dict[str, Any]:
             "group": g,
             "after": list(DEPENDS_ON.get(g, ())),
             "writes": [t.full_name for t in group_tables(g)],
+            "priority": len(GROUPS) - i,
         }
-        for g in GROUPS
+        for i, g in enumerate(GROUPS)
     ]
     return {
         "generated_by": "gridlake docs (jobs/gridlake/ops/orchestration.py); do not edit",
