@@ -339,7 +339,7 @@ def efficiency_outliers(jobs: DataFrame, rules: DataFrame) -> DataFrame:
     baseline) / scale. Medians are exact; the own-history points come from an equi-join of the
     scored table with itself (at most HISTORY_WEEKS points a row), the peers' median and MAD
     from the order statistics of each (rule, week, job type) (``peer_baselines``: linear in the
-    entities, where a join of every entity with its peers is quadratic: 49,660 tasks a week at
+    entities, where a join of every entity with its peers is quadratic: the tasks of a week at
     1 M jobs took 14 minutes on two cores). A row is kept when it has >=
     min_baseline_points baseline points and its z passes the threshold on the rule's side.
 
