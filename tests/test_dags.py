@@ -162,7 +162,11 @@ def test_grid_analytics_has_one_task_per_gold_group(report):
         assert task["bash_command"] == f"{CLI} analyze --only {g['group']}"
         assert task["outlets"] == sorted(f"gridlake://{t.replace('.', '/')}" for t in g["writes"])
         assert task["upstream"] == sorted(f"analyze_{a}" for a in g["after"])
+        assert (task["priority_weight"], task["weight_rule"]) == (g["priority"], "absolute")
     assert "gridlake://gold/site_efficiency_weekly" in tasks["analyze_site_efficiency"]["outlets"]
+    # of the tasks ready at once the scheduler starts analyze's order: site_efficiency first
+    first = max(groups, key=lambda g: tasks[f"analyze_{g['group']}"]["priority_weight"])
+    assert first["group"] == "site_efficiency"
 
 
 def test_weekly_reports_and_maintenance_tasks(report):
@@ -191,13 +195,19 @@ def test_a_new_gold_group_needs_no_dag_edit(tmp_path):
     shutil.copytree(REPO / "dags", dags)
     m = manifest()
     m["gold_groups"].append(
-        {"group": "planted", "after": ["site_efficiency", "network"], "writes": ["gold.planted"]}
+        {
+            "group": "planted",
+            "after": ["site_efficiency", "network"],
+            "writes": ["gold.planted"],
+            "priority": 0,
+        }
     )
     (dags / "gridlake_manifest.json").write_text(json.dumps(m))
     tasks = tasks_of(dag_report(tmp_path, dags), "grid_analytics")
     assert tasks["analyze_planted"]["upstream"] == ["analyze_network", "analyze_site_efficiency"]
     assert tasks["analyze_planted"]["outlets"] == ["gridlake://gold/planted"]
     assert tasks["analyze_planted"]["bash_command"] == f"{CLI} analyze --only planted"
+    assert tasks["analyze_planted"]["priority_weight"] == 0
 
 
 def test_integrity_check_catches_bad_dags(tmp_path):

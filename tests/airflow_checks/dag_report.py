@@ -36,6 +36,8 @@ def _task_report(task) -> dict:
         "upstream": sorted(task.upstream_task_ids),
         "outlets": sorted(getattr(o, "uri", str(o)) for o in task.outlets),
         "bash_command": _bash_command(task),
+        "priority_weight": task.priority_weight,
+        "weight_rule": str(getattr(task.weight_rule, "value", task.weight_rule)),
     }
 
 
