@@ -949,7 +949,7 @@ def _bench_freshness(scale: Scale, work: Path) -> dict[str, Any]:
     from gridlake.ops.bench_freshness import bench_freshness
 
     name = next((k for k, v in SCALES.items() if v == scale), "standard")
-    return bench_freshness(name, scale.day_jobs, work)
+    return bench_freshness(name, scale.day_jobs, work, _simulate)
 
 
 STAGES: dict[str, Callable[[Scale, Path], dict[str, Any]]] = {

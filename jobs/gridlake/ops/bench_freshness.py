@@ -38,6 +38,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -181,8 +182,11 @@ class _Watch:
         return any(isinstance(v, int | float) and v > 0 for v in values)
 
 
-def bench_freshness(scale_name: str, day_jobs: int, work: Path) -> dict[str, Any]:
-    from gridlake.ops.bench import _simulate
+def bench_freshness(
+    scale_name: str, day_jobs: int, work: Path, simulate: Callable[..., Any]
+) -> dict[str, Any]:
+    """``simulate``: the bench's simulator runner (``bench._simulate``), passed in so that this
+    module does not import the bench back."""
     from gridlake.sources.publish import publish_files
 
     settings = get_settings()
@@ -193,7 +197,7 @@ def bench_freshness(scale_name: str, day_jobs: int, work: Path) -> dict[str, Any
     now = datetime.now(UTC).replace(microsecond=0)
     start = (now - timedelta(days=6)).date()
     sim = work / "sim-freshness"
-    _simulate(sim, day_jobs * 8, 8, start, monitored_hosts=0, latency_interval=86400)
+    simulate(sim, day_jobs * 8, 8, start, monitored_hosts=0, latency_interval=86400)
     history, pool = split_history((sim / "jobs.jsonl").read_text().splitlines(), now)
     history_file = work / "freshness-history.jsonl"
     history_file.write_text("\n".join(history) + "\n")
