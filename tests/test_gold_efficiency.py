@@ -27,6 +27,7 @@ from gridlake.gold.efficiency import (
     efficiency_outliers,
     failure_vs_duration,
     job_length_advice,
+    memory_per_thread_fit,
     multicore_fit,
     multicore_scaling,
     optimal_job_length,
@@ -493,6 +494,70 @@ def test_multicore_scaling_measures(spark) -> None:
     assert r.cpu_efficiency == pytest.approx(0.62)
     assert r.events_per_core_hour == pytest.approx(240 / 16)  # "c" reports no events
     assert r.memory_per_core_mb == pytest.approx((1000 + 1500 + 500) / 3)
+
+
+# --------------------------------------------------------------------------------------------
+# gold.memory_per_thread_fit
+# --------------------------------------------------------------------------------------------
+
+
+def _cluster_robust_ols(xs, ys, clusters):
+    """(alpha, beta, se_alpha, se_beta) by the textbook matrices, written independently of the
+    code under test: (X'X)^-1 (sum_g X_g' e_g e_g' X_g) (X'X)^-1 x G / (G - 1)."""
+    import numpy as np
+
+    X = np.column_stack([np.ones(len(xs)), np.asarray(xs, float)])
+    y = np.asarray(ys, float)
+    inv = np.linalg.inv(X.T @ X)
+    coef = inv @ X.T @ y
+    e = y - X @ coef
+    meat = np.zeros((2, 2))
+    for g in set(clusters):
+        idx = [i for i, c in enumerate(clusters) if c == g]
+        s = X[idx].T @ e[idx]
+        meat += np.outer(s, s)
+    G = len(set(clusters))
+    cov = inv @ meat @ inv * G / (G - 1)
+    return coef[0], coef[1], math.sqrt(cov[0, 0]), math.sqrt(cov[1, 1])
+
+
+def test_memory_per_thread_fit_against_the_matrix_formula(spark) -> None:
+    rnd = random.Random(7)
+    rows, xs, ys, cl = [], [], [], []
+    for t in range(12):  # 12 tasks, each on one core count, RSS = 1500 + 180 (n-1) + noise
+        cores = (1, 2, 4, 8)[t % 4]
+        for j in range(5):
+            rss = (1500 + 180 * (cores - 1)) * rnd.uniform(0.9, 1.1)
+            rows.append(job(f"t{t}j{j}", job_type="simul", task_id=f"t{t}", cores=cores, rss=rss))
+            xs.append(cores - 1)
+            ys.append(rss)
+            cl.append(t)
+    # Screened before the fit: a 10x leak; left out: a failed attempt and one without RSS.
+    rows.append(job("leak", job_type="simul", task_id="t0", cores=1, rss=15000.0))
+    rows.append(job("f", job_type="simul", task_id="t1", cores=2, rss=99999.0, status="failed",
+                    failure_mode="memory"))  # fmt: skip
+    rows.append(job("none", job_type="simul", task_id="t1", cores=2, rss=None))
+    # One core count: the mean RSS, no slope.
+    rows += [job(f"m{i}", job_type="merge", task_id=f"m{i}", rss=800.0 + 100 * i) for i in range(3)]
+    out = {r.job_type: r for r in memory_per_thread_fit(jobs_df(spark, rows)).collect()}
+
+    a, b, se_a, se_b = _cluster_robust_ols(xs, ys, cl)
+    r = out["simul"]
+    assert (r.jobs, r.tasks, r.screened_jobs, r.n_core_counts, r.max_cores) == (60, 12, 1, 4, 8)
+    assert r.base_mb == pytest.approx(a, rel=1e-9)
+    assert r.per_thread_mb == pytest.approx(b, rel=1e-9)
+    z = 1.959963984540054
+    assert r.base_mb_high - r.base_mb == pytest.approx(z * se_a, rel=1e-9)
+    assert r.per_thread_mb - r.per_thread_mb_low == pytest.approx(z * se_b, rel=1e-9)
+    assert r.per_thread_mb_low < 180 < r.per_thread_mb_high  # the planted slope is covered
+    assert r.saved_mb_8_threads == pytest.approx(7 * (a - b), rel=1e-9)
+    assert r.saved_fraction_8_threads == pytest.approx(7 * (a - b) / (8 * a), rel=1e-9)
+
+    m = out["merge"]
+    assert (m.base_mb, m.per_thread_mb, m.saved_mb_8_threads) == (pytest.approx(900.0), None, None)
+    # The mean's standard error over 3 single-job tasks: sd / sqrt(3) x sqrt(3/2) (G/(G-1))
+    se = math.sqrt(sum((v - 900.0) ** 2 for v in (800, 900, 1000)) / 9 * 3 / 2)
+    assert m.base_mb_high - m.base_mb == pytest.approx(z * se, rel=1e-9)
 
 
 # --------------------------------------------------------------------------------------------

@@ -54,6 +54,33 @@ def test_amdahl_serial_fraction_within_20_percent(sim_grid, gold_eff) -> None:
     assert checked == 4  # evgen, simul, pile, reprocessing run on several core counts
 
 
+def _se(low: float, high: float) -> float:
+    return (high - low) / (2 * 1.959963984540054)
+
+
+def test_memory_per_thread_within_10_percent_and_covered(sim_grid, gold_eff) -> None:
+    _, truth = sim_grid
+    fits = {r.job_type: r for r in gold_eff["gold.memory_per_thread_fit"]}
+    checked = 0
+    for jt, spec in truth["job_types"].items():
+        planted, fit = spec["memory_mb"], fits[jt]
+        print(f"{jt}: base {fit.base_mb:.0f} MB [{fit.base_mb_low:.0f}, {fit.base_mb_high:.0f}]"
+              f" per thread {fit.per_thread_mb} (planted {planted})")  # fmt: skip
+        assert fit.base_mb == pytest.approx(planted["base"], rel=0.1), jt
+        # The interval is honest: the planted value within 3 standard errors (10 estimates are
+        # checked, so one 95 % interval in 10 missing would be no surprise).
+        assert abs(fit.base_mb - planted["base"]) < 3 * _se(fit.base_mb_low, fit.base_mb_high), jt
+        if len(spec["cores"]) < 2:
+            assert fit.per_thread_mb is None, jt
+            continue
+        per_thread = planted["per_extra_thread"]
+        assert fit.per_thread_mb == pytest.approx(per_thread, rel=0.1), jt
+        se = _se(fit.per_thread_mb_low, fit.per_thread_mb_high)
+        assert abs(fit.per_thread_mb - per_thread) < 3 * se, jt
+        checked += 1
+    assert checked == 4  # evgen, simul, pile, reprocessing run on several core counts
+
+
 def test_recommended_job_length_within_15_percent(sim_grid, gold_eff) -> None:
     _, truth = sim_grid
     advice = {r.job_type: r for r in gold_eff["gold.job_length_advice"]}

@@ -339,6 +339,37 @@ def check_multicore_scaling(rows, week) -> None:
         assert near(r["relative_to_fewest_cores"], ratio, 1e-4)
 
 
+def check_memory_per_thread(rows, week) -> None:
+    import statistics
+
+    import numpy as np
+
+    ok = [j for j in week.jobs if j["status"] == "success" and (j.get("max_rss_mb") or 0) > 0]
+    by_cores: dict = defaultdict(list)
+    for j in ok:
+        by_cores[(j["job_type"], j["cores"])].append(j["max_rss_mb"])
+    limits = {}
+    for k, v in by_cores.items():
+        m = statistics.median(v)
+        limits[k] = (m, 5 * 1.4826 * statistics.median(abs(x - m) for x in v))
+    per_type: dict = defaultdict(list)
+    for j in ok:
+        m, lim = limits[(j["job_type"], j["cores"])]
+        if abs(j["max_rss_mb"] - m) <= lim:
+            per_type[j["job_type"]].append((j["cores"] - 1, j["max_rss_mb"]))
+    multi = sorted(t for t, v in per_type.items() if len({x for x, _ in v}) > 1)
+    assert [r["job_type"] for r in rows] == multi
+    for r in rows:
+        x, y = np.array(per_type[r["job_type"]], float).T
+        slope, intercept = np.polyfit(x, y, 1)
+        assert r["jobs"] == len(x)
+        assert near(r["base_mb"], intercept, 0.051)
+        assert near(r["per_thread_mb"], slope, 0.051)
+        assert near(r["saved_mb_4_threads"], 3 * (intercept - slope), 0.051)
+        assert r["per_thread_mb_low"] < r["per_thread_mb"] < r["per_thread_mb_high"]
+        assert near(r["per_thread_mb"], 200, 20)  # the simulator's ~200 MB a thread (seed 002)
+
+
 def check_microarchitecture_mix(rows, week) -> None:
     arch = {m: v["microarchitecture"] for m, v in week.truth["cpu_models"].items()}
     per = sums(week.jobs, lambda j: arch[j["cpu_model"]])

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame
 from gridlake.gold.efficiency.cpu_models import cpu_model_efficiency
 from gridlake.gold.efficiency.failures import failure_vs_duration
 from gridlake.gold.efficiency.job_length import init_intercepts, job_length_advice
+from gridlake.gold.efficiency.memory import memory_per_thread_fit
 from gridlake.gold.efficiency.multicore import multicore_fit, multicore_scaling
 from gridlake.gold.efficiency.outliers import (
     DEFAULT_OUTLIER_RULES,
@@ -50,6 +51,7 @@ from gridlake.gold.efficiency.tables import (
     GOLD_EFFICIENCY_OUTLIERS,
     GOLD_FAILURE_VS_DURATION,
     GOLD_JOB_LENGTH_ADVICE,
+    GOLD_MEMORY_PER_THREAD_FIT,
     GOLD_MULTICORE_FIT,
     GOLD_MULTICORE_SCALING,
     TABLES,
@@ -65,6 +67,7 @@ __all__ = [
     "GOLD_EFFICIENCY_OUTLIER_RULES",
     "GOLD_FAILURE_VS_DURATION",
     "GOLD_JOB_LENGTH_ADVICE",
+    "GOLD_MEMORY_PER_THREAD_FIT",
     "GOLD_MULTICORE_FIT",
     "GOLD_MULTICORE_SCALING",
     "START_FAILURE_MODES",
@@ -79,6 +82,7 @@ __all__ = [
     "failure_vs_duration",
     "init_intercepts",
     "job_length_advice",
+    "memory_per_thread_fit",
     "multicore_fit",
     "multicore_scaling",
     "optimal_job_length",
@@ -100,6 +104,7 @@ _TRANSFORMS: dict[str, Callable[[DataFrame], DataFrame]] = {
     GOLD_JOB_LENGTH_ADVICE.full_name: job_length_advice,
     GOLD_MULTICORE_SCALING.full_name: multicore_scaling,
     GOLD_MULTICORE_FIT.full_name: multicore_fit,
+    GOLD_MEMORY_PER_THREAD_FIT.full_name: memory_per_thread_fit,
 }
 
 

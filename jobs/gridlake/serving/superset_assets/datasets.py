@@ -361,6 +361,25 @@ MULTICORE = Dataset(
     ),
     table=_gold("multicore_scaling"),
 )
+MEMORY_PER_THREAD = Dataset(
+    "memory_per_thread_fit",
+    "grid",
+    "Peak RSS per job type: a single-thread job, each extra thread, and what threads save.",
+    (
+        _m("base_mb", "MAX(base_mb)", "Single-thread MB", ",.0f"),
+        _m("per_thread_mb", "MAX(per_thread_mb)", "MB per extra thread", ",.0f"),
+        _m("per_thread_mb_low", "MAX(per_thread_mb_low)", "Per thread, low", ",.0f"),
+        _m("per_thread_mb_high", "MAX(per_thread_mb_high)", "Per thread, high", ",.0f"),
+        _m(
+            "saved_fraction_8_threads",
+            "MAX(saved_fraction_8_threads)",
+            "Saved: 1 x 8 threads vs 8 x 1",
+            ".0%",
+        ),
+        _m("jobs", "SUM(jobs)", "Jobs", ",d"),
+    ),
+    table=_gold("memory_per_thread_fit"),
+)
 _LINK_SIDES = """
 SELECT week, src_site AS site, 'outgoing' AS direction, dst_site AS peer,
        cost_seconds_per_gb, congested_share, intervals, loss_mean, rtt_ms,
@@ -414,5 +433,5 @@ ALERTS = Dataset(
 DATASETS: tuple[Dataset, ...] = (
     SITE_EFFICIENCY, SITE_JOBTYPE, OUTLIERS, ALARMS, COST_MATRIX, LINK_HOURLY, NODE_SATURATION,
     WORKFLOW_IO, SITE_IO, SPEED_FACTORS, MISMATCH, CPU_EFFICIENCY, SPEED_ANOMALIES, FAILURES,
-    JOB_LENGTH, MULTICORE, SITE_LINKS, ALERTS,
+    JOB_LENGTH, MULTICORE, MEMORY_PER_THREAD, SITE_LINKS, ALERTS,
 )  # fmt: skip

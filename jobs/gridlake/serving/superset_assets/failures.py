@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from gridlake.serving.superset_assets.datasets import FAILURES, JOB_LENGTH, MULTICORE
+from gridlake.serving.superset_assets.datasets import (
+    FAILURES,
+    JOB_LENGTH,
+    MEMORY_PER_THREAD,
+    MULTICORE,
+)
 from gridlake.serving.superset_assets.spec import Chart, Dashboard, NativeFilter
 
 FAILURES_DASHBOARD = Dashboard(
@@ -105,6 +110,28 @@ FAILURES_DASHBOARD = Dashboard(
                 number_format=".0%",
                 width=5,
                 height=45,
+            ),
+        ),
+        (
+            Chart(
+                "memory_per_thread",
+                "Memory per thread",
+                "Fitted peak RSS of a single-thread job and of each extra thread (95 % interval), "
+                "and the memory one 8-thread job saves against eight single-thread jobs.",
+                MEMORY_PER_THREAD,
+                "table",
+                series=("job_type",),
+                metrics=(
+                    "base_mb",
+                    "per_thread_mb",
+                    "per_thread_mb_low",
+                    "per_thread_mb_high",
+                    "saved_fraction_8_threads",
+                    "jobs",
+                ),
+                order_by=(("base_mb", False),),
+                width=12,
+                height=40,
             ),
         ),
     ),
