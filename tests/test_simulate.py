@@ -232,7 +232,7 @@ def test_network_plants_congestion_weekend_spike_and_clock_drift(sim_grid) -> No
     quiet = [d for u, d, _, _ in delay[(src, dst)] if u < 0.6]
     assert busy and quiet and min(busy) > max(quiet)
     assert max(loss for u, _, loss, _ in delay[(src, dst)] if u > 0.9) > 1e-3
-    spike = net["weekend_spike"]["dst_site"]
+    spike = net["recurring_spike"]["dst_site"]
     for (s, d), points in delay.items():
         if d != spike or s == spike:
             continue

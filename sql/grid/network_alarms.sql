@@ -1,7 +1,7 @@
 -- grid.network_alarms: generated from gold.network_alarms's definition by `gridlake docs`; do not edit.
 -- Grain: one row per alarm: path (or destination site), kind and start.
 CREATE OR REPLACE VIEW grid.network_alarms (
-  `kind` COMMENT 'complete_loss | high_loss | throughput_drop | throughput_rise | clock_negative_delay | clock_drift | recurring_weekend_spike',
+  `kind` COMMENT 'complete_loss | high_loss | throughput_drop | throughput_rise | clock_negative_delay | clock_drift | recurring_weekend_spike | recurring_weekly_spike',
   `src_site` COMMENT 'Source site (null for a site-wide pattern)',
   `dst_site` COMMENT 'Destination site',
   `src_host` COMMENT 'Source perfSONAR host (null for a site-wide pattern)',
@@ -11,7 +11,7 @@ CREATE OR REPLACE VIEW grid.network_alarms (
   `value` COMMENT 'Headline figure: loss fraction, throughput ratio to baseline, minimum delay ms, drift ms/day or extra delay ms',
   `evidence` COMMENT 'Supporting figures (JSON; floats to 6 decimals)'
 )
-COMMENT 'Network alarms from perfSONAR: complete loss, loss above 2 %, throughput drops and rises, clock problems (negative delays, drifting minimum delay) and recurring weekend latency spikes on every incoming link of a site. Grain: one row per alarm: path (or destination site), kind and start.'
+COMMENT 'Network alarms from perfSONAR: complete loss, loss above 2 %, throughput drops and rises, clock problems (negative delays, drifting minimum delay) and latency spikes on every incoming link of a site that recur at the same hours of the same day each week (weekend or weekday). Grain: one row per alarm: path (or destination site), kind and start.'
 AS SELECT `kind`,
        `src_site`,
        `dst_site`,

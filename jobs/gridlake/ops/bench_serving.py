@@ -590,6 +590,16 @@ def _frames(spark: Any, scale: ServingScale) -> dict[str, Any]:
         (1e5 * F.col("eff") / (1 + 0.01 * (F.col("cores") - 1))).alias("cpu_hours"),
         (F.col("eff") / (1 + 0.01 * (F.col("cores") - 1))).alias("cpu_efficiency"),
     )
+    memory = types.select(
+        "job_type",
+        (1000.0 + 2000.0 * _u("job_type", salt="rss")).alias("base_mb"),
+        F.when(F.col("cores") > 1, F.lit(200.0)).alias("per_thread_mb"),
+        F.when(F.col("cores") > 1, F.lit(190.0)).alias("per_thread_mb_low"),
+        F.when(F.col("cores") > 1, F.lit(210.0)).alias("per_thread_mb_high"),
+        (1e5 * F.col("share")).cast("bigint").alias("jobs"),
+    ).withColumn(
+        "saved_fraction_8_threads", 7 * (F.col("base_mb") - 200.0) / (8 * F.col("base_mb"))
+    )
 
     return {
         "site_efficiency_weekly": site_week,
@@ -608,6 +618,7 @@ def _frames(spark: Any, scale: ServingScale) -> dict[str, Any]:
         "failure_vs_duration": fvd,
         "job_length_advice": advice,
         "multicore_scaling": multicore,
+        "memory_per_thread_fit": memory,
     }
 
 

@@ -505,6 +505,18 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
     return 0
 
 
+_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def _spike_days(text: str) -> tuple[int, ...]:
+    """'sat,sun' -> (5, 6): the simulator's days of the week, Monday = 0."""
+    days = [d.strip().lower()[:3] for d in text.split(",") if d.strip()]
+    unknown = [d for d in days if d not in _DAYS]
+    if unknown:
+        raise SystemExit(f"--spike-days: unknown day(s) {unknown}; use {', '.join(_DAYS)}")
+    return tuple(sorted({_DAYS.index(d) for d in days}))
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     import time
 
@@ -524,6 +536,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         latency_interval=args.latency_interval,
         bad_share=args.bad_share,
         resend_share=args.resend_share,
+        spike_days=_spike_days(args.spike_days),
     )
     out = Path(args.out)
     t0 = time.perf_counter()
@@ -752,6 +765,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--latency-interval", type=int, default=60, help="seconds between results")
     s.add_argument("--bad-share", type=float, default=0.0, help="planted bad records share")
     s.add_argument("--resend-share", type=float, default=0.0, help="re-sent duplicates share")
+    s.add_argument(
+        "--spike-days",
+        default="sat,sun",
+        help="days of the recurring latency spike at one site, e.g. 'wed' or 'sat,sun' ('' none)",
+    )
     s.add_argument("--publish", action="store_true", help="then publish the files to Kafka")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=cmd_simulate)

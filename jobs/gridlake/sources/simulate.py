@@ -43,8 +43,9 @@ The model (calibrated on ``domain.md``)
   site, swap-in/out and a shrinking page cache on the memory-restricted nodes.
 - perfSONAR: latency/loss every ``latency_interval`` seconds per ordered site pair and throughput
   every ``throughput_interval``; a planted utilisation series per path (daily cycle, AR(1) noise,
-  congestion episodes on chosen paths where delay and loss rise past ~80%), a weekend latency
-  spike on the incoming links of one site, a path whose source clock drifts, one complete-loss
+  congestion episodes on chosen paths where delay and loss rise past ~80%), a latency spike on
+  the incoming links of one site at the same hours of chosen days every week (``spike_days``,
+  the weekend by default), a path whose source clock drifts, one complete-loss
   outage and a throughput drop.
 - Optional planted bad records (``bad_share``: jobs, node samples and network results) with the
   rule the silver layer must quarantine them for, and re-sent duplicates (``resend_share``) that
@@ -56,6 +57,7 @@ The model (calibrated on ``domain.md``)
 
 from __future__ import annotations
 
+import calendar
 import csv
 import json
 import math
@@ -170,7 +172,7 @@ ROLE_INDEX = {
     "memory_restricted_site": 3,
     "misconfigured_site": 4,
     "remote_read_site": 5,
-    "weekend_spike_site": 1,
+    "recurring_spike_site": 1,
 }
 
 # perfSONAR
@@ -244,6 +246,9 @@ class SimConfig:
     throughput_interval: int = 4 * 3600
     bad_share: float = 0.0
     resend_share: float = 0.0
+    # Days of the week (Monday = 0) on which every incoming link of the recurring-spike site is
+    # slower by WEEKEND_SPIKE_MS during WEEKEND_SPIKE_HOURS_UTC; () plants none.
+    spike_days: tuple[int, ...] = (5, 6)
 
     def validate(self) -> None:
         if self.days < 1:
@@ -259,6 +264,8 @@ class SimConfig:
         for name in ("node_interval", "latency_interval", "throughput_interval"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1 second")
+        if any(d not in range(7) for d in self.spike_days):
+            raise ValueError("spike_days are days of the week, Monday = 0 to Sunday = 6")
 
 
 @dataclass(frozen=True)
@@ -737,9 +744,9 @@ class Simulation:
             drop = (names[5], names[0])
             planted.update(
                 congested_paths=[list(p) for p in sorted(congested)],
-                weekend_spike={
-                    "dst_site": g.roles["weekend_spike_site"],
-                    "days": ["Saturday", "Sunday"],
+                recurring_spike={
+                    "dst_site": g.roles["recurring_spike_site"],
+                    "days": [calendar.day_name[d] for d in sorted(set(cfg.spike_days))],
                     "hours_utc": list(WEEKEND_SPIKE_HOURS_UTC),
                     "extra_delay_ms": WEEKEND_SPIKE_MS,
                 },
@@ -779,7 +786,7 @@ class Simulation:
                         {"src_site": src.name, "dst_site": dst.name, "start": synth.ts(e[0]),
                          "end": synth.ts(e[1]), "peak_utilisation": round(e[2], 3)}
                     )  # fmt: skip
-            spike = cfg.effects and dst.name == g.roles.get("weekend_spike_site")
+            spike = cfg.effects and dst.name == g.roles.get("recurring_spike_site")
             noise = 0.0
             t = start + rng.randrange(cfg.latency_interval)
             hosts = {
@@ -795,7 +802,7 @@ class Simulation:
                 queue = 60 * max(0.0, u - 0.75) ** 1.5
                 loss_rate = 0.05 * max(0.0, (u - CONGESTION_ONSET) / 0.2) ** 2 + 1e-6
                 extra = 0.0
-                if spike and _weekend_spike(t):
+                if spike and _spike_time(t, cfg.spike_days):
                     extra = WEEKEND_SPIKE_MS
                 if path == drift:
                     extra += CLOCK_DRIFT_MS_PER_DAY * (t - start) / 86400
@@ -1062,10 +1069,10 @@ def _utilisation(
     return synth.clip(u, 0.0, 0.995)
 
 
-def _weekend_spike(t: int) -> bool:
+def _spike_time(t: int, days: tuple[int, ...]) -> bool:
     dt = datetime.fromtimestamp(t, tz=UTC)
     lo, hi = WEEKEND_SPIKE_HOURS_UTC
-    return dt.weekday() >= 5 and lo <= dt.hour < hi
+    return dt.weekday() in days and lo <= dt.hour < hi
 
 
 # --------------------------------------------------------------------------------------------

@@ -67,13 +67,17 @@ The predictor (``gold.network_model_runs``)
     consecutive flagged days merged. Congestion does not move the minimum delay; a drifting clock
     does. The median of hourly minima ignores an NTP step that shifts the delays for an hour or
     two (seen on a real GEANT path: minimum 24.3 ms, 21.2 ms for two hours, then 24.3 ms again).
-    ``recurring_weekend_spike`` (one row per destination site, src columns null): decided as
-    follows. An hour of a path is *elevated* when its median delay exceeds the baseline by more
-    than max(2 ms, 5 sd). A site-hour is elevated when at least 80 % of the site's incoming links
-    (>= 3) are elevated together (a congested link rises alone). An hour of day is a recurring
-    weekend hour when it is elevated on >= 2 distinct weekend days, on >= 75 % of the weekend
-    days observed at that hour and on at most 10 % of the weekdays. The alarm spans the first to
-    the last elevated weekend hour; evidence lists the hours (UTC), the days and the extra delay.
+    ``recurring_weekend_spike`` (one row per destination site) and ``recurring_weekly_spike``
+    (one row per destination site and weekday; src columns null in both): an hour of a path is
+    *elevated* when its median delay exceeds the baseline by more than max(2 ms, 5 sd). A
+    site-hour is elevated when at least 80 % of the site's incoming links (>= 3) are elevated
+    together (a congested link rises alone). A slot (destination site, day of week, hour UTC)
+    recurs when it is elevated in >= 2 distinct ISO weeks and in >= 75 % of the weeks observed
+    at that slot, and the same hour is elevated on at most 10 % of the days that are not such
+    slots (a site slow every afternoon has no weekly pattern). Saturday and Sunday slots make
+    the weekend alarm (one weekend day or both), weekday slots the weekly one. The alarm spans
+    the first to the last elevated hour of its slots; evidence gives the days of the week, the
+    hours (UTC), the weeks seen out of the weeks observed, the dates and the extra delay.
     Its intervals are not congestion: they have no loss, so the congestion index stays low.
 
 ``gold.network_cost_matrix`` (src_site x dst_site x ISO week)

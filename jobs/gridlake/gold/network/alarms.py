@@ -19,12 +19,12 @@ from gridlake.gold.network.params import (
     NEGATIVE_DELAY_MERGE_SECONDS,
     OUTAGE_LOSS,
     PATH,
-    SPIKE_MAX_WEEKDAY_SHARE,
+    SPIKE_MAX_OTHER_SHARE,
     SPIKE_MIN_EXTRA_MS,
     SPIKE_MIN_LINK_SHARE,
     SPIKE_MIN_LINKS,
-    SPIKE_MIN_WEEKEND_DAYS,
-    SPIKE_MIN_WEEKEND_SHARE,
+    SPIKE_MIN_WEEK_SHARE,
+    SPIKE_MIN_WEEKS,
     SPIKE_SD,
     THROUGHPUT_BASELINE_DAYS,
     THROUGHPUT_BASELINE_GAP_DAYS,
@@ -323,7 +323,14 @@ def _clock_drift(samples: DataFrame) -> DataFrame:
     )
 
 
-def _weekend_spike(baselines: DataFrame) -> DataFrame:
+_DAY_NAMES = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+
+
+def _recurring_spikes(baselines: DataFrame) -> DataFrame:
+    """Site-hours elevated on every incoming link together, recurring at the same hour of the
+    same day of the week: ``recurring_weekend_spike`` (Saturday and/or Sunday slots, one alarm
+    per destination site) and ``recurring_weekly_spike`` (a weekday slot, one alarm per
+    destination site and day)."""
     excess = F.col("hour_delay_p50") - F.col("baseline_delay_ms")
     limit = F.greatest(F.lit(SPIKE_MIN_EXTRA_MS), F.col("baseline_sd_ms") * SPIKE_SD)
     hours = baselines.filter(F.col("baseline_hours") > 0).select(
@@ -341,55 +348,87 @@ def _weekend_spike(baselines: DataFrame) -> DataFrame:
             (F.col("_links") >= SPIKE_MIN_LINKS)
             & (F.col("_up_links") >= F.col("_links") * SPIKE_MIN_LINK_SHARE),
         )
-        .withColumn("_weekend", F.dayofweek("hour_start").isin(1, 7))
+        .withColumn("_dow", F.dayofweek("hour_start"))  # 1 = Sunday ... 7 = Saturday
         .withColumn("_hod", F.hour("hour_start"))
         .withColumn("_day", F.to_date("hour_start"))
+        .withColumn("_week", F.to_date(F.date_trunc("week", "hour_start")))
     )
-    slots = (
-        site_hours.groupBy("dst_site", "_hod")
+    up = F.col("_elevated")
+    # A slot (site, day of week, hour) recurs when it is elevated in >= SPIKE_MIN_WEEKS weeks and
+    # in >= SPIKE_MIN_WEEK_SHARE of the weeks observed at that slot ...
+    candidates = (
+        site_hours.groupBy("dst_site", "_dow", "_hod")
         .agg(
-            F.countDistinct(F.when(F.col("_weekend") & F.col("_elevated"), F.col("_day"))).alias(
-                "_we_up"
-            ),
-            F.countDistinct(F.when(F.col("_weekend"), F.col("_day"))).alias("_we_days"),
-            F.countDistinct(F.when(~F.col("_weekend") & F.col("_elevated"), F.col("_day"))).alias(
-                "_wd_up"
-            ),
-            F.countDistinct(F.when(~F.col("_weekend"), F.col("_day"))).alias("_wd_days"),
+            F.countDistinct(F.when(up, F.col("_week"))).alias("_weeks_up"),
+            F.countDistinct("_week").alias("_weeks"),
         )
         .filter(
-            (F.col("_we_up") >= SPIKE_MIN_WEEKEND_DAYS)
-            & (F.col("_we_up") >= F.col("_we_days") * SPIKE_MIN_WEEKEND_SHARE)
-            & (F.col("_wd_up") <= F.col("_wd_days") * SPIKE_MAX_WEEKDAY_SHARE)
+            (F.col("_weeks_up") >= SPIKE_MIN_WEEKS)
+            & (F.col("_weeks_up") >= F.col("_weeks") * SPIKE_MIN_WEEK_SHARE)
         )
-        .select("dst_site", "_hod")
     )
-    hits = site_hours.filter(F.col("_weekend") & F.col("_elevated")).join(
-        slots, ["dst_site", "_hod"], "inner"
+    # ... and the same hour is rarely elevated on the days that are not such slots (a link that
+    # is slow every afternoon is not a weekly pattern).
+    others = (
+        site_hours.join(candidates.select("dst_site", "_dow", "_hod"), ["dst_site", "_dow", "_hod"],
+                        "left_anti")
+        .groupBy("dst_site", "_hod")
+        .agg(
+            F.countDistinct(F.when(up, F.col("_day"))).alias("_other_up"),
+            F.countDistinct("_day").alias("_other_days"),
+        )
+    )  # fmt: skip
+    slots = (
+        candidates.join(others, ["dst_site", "_hod"], "left")
+        .filter(
+            F.coalesce(F.col("_other_up"), F.lit(0))
+            <= F.coalesce(F.col("_other_days"), F.lit(0)) * SPIKE_MAX_OTHER_SHARE
+        )
+        .withColumn("_weekend", F.col("_dow").isin(1, 7))
+        .select("dst_site", "_dow", "_hod", "_weekend", "_weeks")
     )
-    agg = hits.groupBy("dst_site").agg(
-        F.min("hour_start").alias("_start"),
-        F.max("hour_start").alias("_last"),
-        F.array_sort(F.collect_set("_hod")).alias("_hours"),
-        F.array_sort(F.collect_set(F.date_format("_day", "yyyy-MM-dd"))).alias("_days"),
-        F.avg("_excess").alias("_extra"),
-        F.max("_links").alias("_links"),
-        F.count(F.lit(1)).alias("_site_hours"),
-    )
-    return _alarm(
-        agg,
-        "recurring_weekend_spike",
-        F.col("_start"),
-        F.col("_last") + F.expr("INTERVAL 1 HOUR"),
-        F.col("_extra"),
-        {
-            "hours_utc": F.col("_hours"),
-            "days": F.col("_days"),
-            "incoming_links": F.col("_links"),
-            "elevated_site_hours": F.col("_site_hours"),
-            "mean_extra_delay_ms": F.col("_extra"),
-        },
-        site_wide=True,
+    hits = site_hours.filter(up).join(slots, ["dst_site", "_dow", "_hod"], "inner")
+    names = F.array(*[F.lit(d) for d in _DAY_NAMES])
+
+    def alarms(kind: str, keys: list[str]) -> DataFrame:
+        weekend = kind == "recurring_weekend_spike"
+        agg = (
+            hits.filter(F.col("_weekend") if weekend else ~F.col("_weekend"))
+            .groupBy(*keys)
+            .agg(
+                F.min("hour_start").alias("_start"),
+                F.max("hour_start").alias("_last"),
+                F.array_sort(F.collect_set("_hod")).alias("_hours"),
+                F.array_sort(F.collect_set("_dow")).alias("_dows"),
+                F.array_sort(F.collect_set(F.date_format("_day", "yyyy-MM-dd"))).alias("_days"),
+                F.countDistinct("_week").alias("_weeks_seen"),
+                F.max("_weeks").alias("_weeks_observed"),
+                F.avg("_excess").alias("_extra"),
+                F.max("_links").alias("_links"),
+                F.count(F.lit(1)).alias("_site_hours"),
+            )
+        )
+        return _alarm(
+            agg,
+            kind,
+            F.col("_start"),
+            F.col("_last") + F.expr("INTERVAL 1 HOUR"),
+            F.col("_extra"),
+            {
+                "days_of_week": F.transform("_dows", lambda d: names[d - 1]),
+                "hours_utc": F.col("_hours"),
+                "weeks_seen": F.col("_weeks_seen"),
+                "weeks_observed": F.col("_weeks_observed"),
+                "days": F.col("_days"),
+                "incoming_links": F.col("_links"),
+                "elevated_site_hours": F.col("_site_hours"),
+                "mean_extra_delay_ms": F.col("_extra"),
+            },
+            site_wide=True,
+        )
+
+    return alarms("recurring_weekend_spike", ["dst_site"]).unionByName(
+        alarms("recurring_weekly_spike", ["dst_site", "_dow"])
     )
 
 
@@ -400,7 +439,7 @@ def _alarms(network: DataFrame, samples: DataFrame, baselines: DataFrame) -> Dat
         _throughput(network),
         _negative_delay(samples),
         _clock_drift(samples),
-        _weekend_spike(baselines),
+        _recurring_spikes(baselines),
     ]
     out = parts[0]
     for p in parts[1:]:

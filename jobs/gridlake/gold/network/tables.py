@@ -166,15 +166,16 @@ GOLD_NETWORK_ALARMS = Table(
     grain="one row per alarm: path (or destination site), kind and start.",
     description=(
         "Network alarms from perfSONAR: complete loss, loss above 2 %, throughput drops and "
-        "rises, clock problems (negative delays, drifting minimum delay) and recurring weekend "
-        "latency spikes on every incoming link of a site."
+        "rises, clock problems (negative delays, drifting minimum delay) and latency spikes on "
+        "every incoming link of a site that recur at the same hours of the same day each week "
+        "(weekend or weekday)."
     ),
     columns=(
         Column(
             "kind",
             "STRING",
             "complete_loss | high_loss | throughput_drop | throughput_rise | "
-            "clock_negative_delay | clock_drift | recurring_weekend_spike",
+            "clock_negative_delay | clock_drift | recurring_weekend_spike | recurring_weekly_spike",
         ),
         Column("src_site", "STRING", "Source site (null for a site-wide pattern)"),
         Column("dst_site", "STRING", "Destination site"),
