@@ -4,7 +4,10 @@ The run's data interval is the seven days before it (``interval``), so its start
 week just ended; ``gridlake report --week <data_interval_start>`` takes that date's ISO week.
 A rerun or a backfill of an interval rewrites the same week's reports (identical HTML).
 ``site_reports`` writes one report (HTML + PDF) per site with jobs in the week under
-``<state>/reports/<week>/``; ``summary_and_index`` the grid-wide summary and ``index.html``.
+``<state>/reports/<week>/``; ``summary_and_index`` the grid-wide summary and ``index.html``;
+``send_reports`` e-mails each site's PDF to its contacts in ``ops.sites`` through the SMTP server
+of ``GRIDLAKE_SMTP_URL`` or Airflow's ``AIRFLOW_CONN_SMTP_DEFAULT`` (without one, a dry run that
+writes the messages beside the reports); a rerun sends only what changed.
 Without gold rows for the week the task fails with the reason (exit 3) and is retried.
 """
 
@@ -36,7 +39,8 @@ def grid_weekly_site_reports() -> None:
     summary = BashOperator(
         task_id="summary_and_index", bash_command=f"{CLI} report --week {WEEK} --summary --quiet"
     )
-    sites >> summary
+    send = BashOperator(task_id="send_reports", bash_command=f"{CLI} report --week {WEEK} --send")
+    sites >> [summary, send]
 
 
 grid_weekly_site_reports()

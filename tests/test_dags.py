@@ -180,6 +180,8 @@ def test_weekly_reports_and_maintenance_tasks(report):
         == f"{CLI} report --week {week} --summary --quiet"
     )
     assert reports["summary_and_index"]["upstream"] == ["site_reports"]
+    assert reports["send_reports"]["bash_command"] == f"{CLI} report --week {week} --send"
+    assert reports["send_reports"]["upstream"] == ["site_reports"]
     maint = tasks_of(report, "grid_maintenance")
     assert maint["optimize"]["bash_command"] == f"{CLI} maintain --optimize"
     assert maint["vacuum"]["bash_command"] == f"{CLI} maintain --vacuum --retain-hours 168"
@@ -326,8 +328,10 @@ def test_weekly_reports_take_the_week_of_the_data_interval(tmp_path):
         "dags-test", "grid_weekly_site_reports", "2026-11-23", env={"GRIDLAKE_CLI": str(cli)}
     )
     assert result.returncode == 0, result.stdout[-4000:]
-    assert calls.read_text().splitlines() == [
-        "report --week 2026-11-16 --all-sites --quiet",
+    lines = calls.read_text().splitlines()
+    assert lines[0] == "report --week 2026-11-16 --all-sites --quiet"
+    assert sorted(lines[1:]) == [  # both after the site reports, in either order
+        "report --week 2026-11-16 --send",
         "report --week 2026-11-16 --summary --quiet",
     ]
 

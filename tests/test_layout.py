@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "quality": 0,
     "reference": 0,
     "alerts": 0,
+    "contacts": 0,
     "sources": 1,
     "bronze": 2,
     "silver": 3,

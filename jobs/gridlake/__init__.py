@@ -6,7 +6,8 @@ lower ones (``tests/test_layout.py`` checks it, and that no import cycle exists)
 0. core, at the top of the package: ``settings`` (the one switch between local and cluster),
    ``spark`` (the session), ``tabledef`` (Table, Column, Check), ``contracts`` (the record
    schemas of ``schemas/``), ``quality`` (checks and the gate), ``reference`` (the CPU
-   model table) and ``alerts`` (``ops.alerts``: what failed and needs a person);
+   model table), ``alerts`` (``ops.alerts``: what failed and needs a person) and ``contacts``
+   (``ops.sites``: where each site's weekly report is e-mailed);
 1. ``sources``: adapters of accounting, batch-system, node and network formats to the canonical
    records, the simulator and the demo week, and the producers (``publish``, ``agent``);
 2. ``bronze``: Kafka -> bronze tables;

@@ -206,6 +206,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    if args.send or args.resend:
+        return _send_reports(week, resend=args.resend)
     everything = not (args.site or args.all_sites or args.summary)
     spark = _spark()
     ensure_views(spark)
@@ -225,6 +227,60 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"{len(files)} files for {week_label(week)} in {report_dir(week)}")
     for f in files:
         print(f"  {f.name}")
+    return 0
+
+
+def _send_reports(week: date, resend: bool) -> int:
+    """E-mail the week's site PDFs (already written) to the contacts in ops.sites."""
+    from gridlake.contacts import report_contacts
+    from gridlake.serving.report import report_dir, week_label
+    from gridlake.serving.report.mail import send_reports, smtp_from_env
+
+    try:
+        smtp = smtp_from_env()
+    except ValueError as exc:
+        print(f"report --send: {exc}", file=sys.stderr)
+        return 2
+    folder = report_dir(week)
+    if not any(folder.glob("site-*.pdf")):
+        print(f"report --send: no site PDF in {folder}, nothing to send")
+        return 0
+    contacts = report_contacts(_spark())
+    results = send_reports(week, folder, contacts, smtp, resend=resend)
+    mode = f"through {smtp.host}:{smtp.port}" if smtp else "DRY RUN (no GRIDLAKE_SMTP_URL)"
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+        print(f"  {r['site']:<28} {r['status']:<13} {', '.join(r['to'])}")
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no site"
+    print(f"reports of {week_label(week)} by e-mail {mode}: {summary}")
+    if smtp is None and counts.get("dry_run"):
+        print(f"  messages written to {folder / 'mail'} (*.eml)")
+    if not contacts:
+        print("  no site has contacts: gridlake sites set SITE --contacts a@example.org")
+    return 0
+
+
+def cmd_sites(args: argparse.Namespace) -> int:
+    """The site reference (ops.sites): list it, or set a site's report contacts."""
+    from gridlake.contacts import parse_contacts, read_sites, set_site
+
+    spark = _spark()
+    if args.action == "set":
+        if not args.site:
+            print("sites set: name the site", file=sys.stderr)
+            return 2
+        try:
+            contacts = parse_contacts(args.contacts or "")
+        except ValueError as exc:
+            print(f"sites set: {exc}", file=sys.stderr)
+            return 2
+        set_site(spark, args.site, contacts, send_reports=not args.no_reports)
+    rows = read_sites(spark)
+    for r in rows:
+        flag = "" if r["send_reports"] is not False else "  (reports not e-mailed)"
+        print(f"{r['site']:<28} {', '.join(r['contacts'] or []) or '-'}{flag}")
+    print(f"{len(rows)} sites in ops.sites")
     return 0
 
 
@@ -686,7 +742,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--summary", action="store_true", help="the grid-wide summary and the index")
     s.add_argument("--no-pdf", action="store_true", help="HTML only")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument(
+        "--send",
+        action="store_true",
+        help="only e-mail the week's site PDFs to their contacts (ops.sites) through "
+        "GRIDLAKE_SMTP_URL or AIRFLOW_CONN_SMTP_DEFAULT; a dry run (.eml files) without one",
+    )
+    s.add_argument("--resend", action="store_true", help="--send, also what was sent already")
     s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("sites", help="the site reference (ops.sites): report contacts")
+    s.add_argument("action", choices=("list", "set"), nargs="?", default="list")
+    s.add_argument("site", nargs="?", help="the site (set)")
+    s.add_argument("--contacts", help="comma-separated e-mail addresses (set)")
+    s.add_argument("--no-reports", action="store_true", help="keep the row, send no e-mail")
+    s.set_defaults(func=cmd_sites)
 
     s = sub.add_parser("alerts", help="what failed lately (ops.alerts); --flush the pending ones")
     s.add_argument(

@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 SERVED = frozenset(
     {
         "alerts",
+        "sites",
         "ingest",
         "refine",
         "analyze",
@@ -88,6 +89,10 @@ PER_COMMAND_ENV = frozenset(
         "GRIDLAKE_MIN_VOLUME_SHARE",
         "GRIDLAKE_GOLD_MIN_ROW_SHARE",
         "GRIDLAKE_CHROMIUM",
+        # report --send: the SMTP server (the socket is the owner's only, as the env file is)
+        "GRIDLAKE_SMTP_URL",
+        "GRIDLAKE_SMTP_PASSWORD",
+        "AIRFLOW_CONN_SMTP_DEFAULT",
     }
 )
 
