@@ -581,7 +581,7 @@ def _frames(spark: Any, scale: ServingScale) -> dict[str, Any]:
     multicore = types.select(
         "job_type", F.explode(F.array(F.lit(1), F.col("cores"))).alias("cores")
     ).distinct()
-    multicore = multicore.join(types, "job_type").select(
+    multicore = multicore.join(types.drop("cores"), "job_type").select(
         "job_type",
         F.col("cores").cast("bigint").alias("cores"),
         F.lit(10_000).cast("bigint").alias("jobs"),
@@ -668,10 +668,24 @@ def _duckdb(settings: Settings) -> Any:
         if ds.table is None:
             continue
         files = DeltaTable(ds.table.path(settings)).file_uris()
-        cols = ", ".join(f'"{c.name}"' for c in view_columns(ds.table))
+        columns = view_columns(ds.table)
+        if not files:  # an empty table (ops.alerts of a warehouse where nothing failed)
+            typed = ", ".join(f'CAST(NULL AS {_duck_type(c.ddl_type)}) AS "{c.name}"'
+                              for c in columns)  # fmt: skip
+            con.execute(f'CREATE VIEW grid."{ds.name}" AS SELECT {typed} WHERE false')
+            continue
+        cols = ", ".join(f'"{c.name}"' for c in columns)
         source = f"read_parquet({files!r}, hive_partitioning = true)"
         con.execute(f'CREATE VIEW grid."{ds.name}" AS SELECT {cols} FROM {source}')
     return con
+
+
+def _duck_type(ddl: str) -> str:
+    """A Spark DDL type as DuckDB spells it (STRING -> VARCHAR, ARRAY<T> -> T[])."""
+    ddl = ddl.strip().upper()
+    if ddl.startswith("ARRAY<") and ddl.endswith(">"):
+        return _duck_type(ddl[6:-1]) + "[]"
+    return {"STRING": "VARCHAR"}.get(ddl, ddl)
 
 
 def _pct(values: list[float], q: float) -> float:
