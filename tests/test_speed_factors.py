@@ -205,6 +205,37 @@ def test_connected_groups_by_label_propagation(spark) -> None:
     }  # fmt: skip
 
 
+def test_model_components_of_a_fit_against_a_graph_search() -> None:
+    """The fit's own components (numpy label propagation) equal a breadth-first search's, on
+    random sparse bipartite graphs (some models left alone, long chains)."""
+    import random
+    from collections import deque
+
+    import numpy as np
+
+    rnd = random.Random(5)
+    for _ in range(30):
+        n_tasks, n_models = rnd.randint(1, 40), rnd.randint(1, 25)
+        cells = {(rnd.randrange(n_tasks), rnd.randrange(n_models))
+                 for _ in range(rnd.randint(1, 60))}  # fmt: skip
+        t_raw, m_raw = zip(*sorted(cells), strict=True)
+        # indexes from 0 in order of appearance, as pd.factorize gives them
+        t = np.unique(t_raw, return_inverse=True)[1]
+        m = np.unique(m_raw, return_inverse=True)[1]
+        labels = sf.model_components(t, m)
+        adj: dict = {}
+        for ti, mi in zip(t, m, strict=True):
+            adj.setdefault(("t", ti), set()).add(("m", mi))
+            adj.setdefault(("m", mi), set()).add(("t", ti))
+        for mi in range(int(m.max()) + 1):
+            seen, todo = {("m", mi)}, deque([("m", mi)])
+            while todo:
+                for nxt in adj[todo.popleft()] - seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+            assert labels[mi] == min(k for kind, k in seen if kind == "m"), (cells, mi)
+
+
 def test_reference_models_prefer_configured_then_all_then_core_hours(spark) -> None:
     groups = spark.createDataFrame(
         [("ALL", m, "A") for m in "ABC"]

@@ -367,7 +367,9 @@ def check_memory_per_thread(rows, week) -> None:
         assert near(r["per_thread_mb"], slope, 0.051)
         assert near(r["saved_mb_4_threads"], 3 * (intercept - slope), 0.051)
         assert r["per_thread_mb_low"] < r["per_thread_mb"] < r["per_thread_mb_high"]
-        assert near(r["per_thread_mb"], 200, 20)  # the simulator's ~200 MB a thread (seed 002)
+        # (the demo week plants 1.25 x the single-core RSS for any multi-core job plus 200 MB a
+        # thread, which a line does not follow: the planted per-thread figure is recovered on
+        # the simulated grid, tests/test_gold_sim.py, not here)
 
 
 def check_microarchitecture_mix(rows, week) -> None:

@@ -127,10 +127,12 @@ def test_bundle_templates_port_and_links_assets(tmp_path):
 
 def test_datasets_read_gold_grid_views_only():
     """Dashboards never scan silver (or a physical table): each dataset is a gold table's grid view
-    (or the pipeline's own alerts', ops.alerts: a handful of rows), or SQL over gold views only."""
+    (or the pipeline's own alerts', ops.alerts: a handful of rows), or SQL over gold views only.
+    The other ops view, grid.sites (the site reference: report contacts), is no dataset."""
     gold_views = {p.stem for p in VIEW_DIR.glob("*.sql") if "FROM gold." in p.read_text()}
     ops_views = {p.stem for p in VIEW_DIR.glob("*.sql") if "FROM ops." in p.read_text()}
-    assert ops_views == {"alerts"}
+    assert ops_views == {"alerts", "sites"}
+    assert "sites" not in {ds.name for ds in DATASETS}
     for ds in DATASETS:
         if ds.table is not None:
             assert ds.name in (gold_views | ops_views), ds.name

@@ -26,10 +26,12 @@ convergence figures and the gold rows reach the driver):
    replicate r each task gets a Poisson(1) weight drawn deterministically from
    ``xxhash64(task, r, seed)`` (inverse CDF with built-in functions). Cell weight = job count x
    task weight.
-5. ``connected_groups``: connected components of the bipartite task-model graph by iterative
-   min-label propagation until no label changes, for every fit and replicate at once. Replicate
-   0 gives the groups; in a replicate a model counts only when it is still connected to its
-   group's reference model (else its factor is not identified and is left out of the interval).
+5. ``connected_groups``: connected components of the bipartite task-model graph of the data
+   (replicate 0) by iterative min-label propagation until no label changes: the groups. In a
+   replicate a model counts only when it is still connected to its group's reference model
+   (else its factor is not identified and is left out of the interval): the fit finds that
+   from the replicate's own cells (``model_components``, numpy), rather than a Spark
+   propagation over every replicate (at 1 M jobs that took 127 s of the 337 s).
 6. ``reference_models``: per group, the configured ``reference_model`` when it is in the group,
    else the reference of the enclosing ``ALL`` group when present (so that job types share a
    reference and can be compared), else the model with most core-hours in the group.
@@ -514,15 +516,18 @@ def fit_effects(
             T.StructField("c", T.DoubleType()),
             T.StructField("_n", T.IntegerType()),
             T.StructField("_converged", T.BooleanType()),
+            T.StructField("ref_connected", T.BooleanType()),
         ]
     )
     names = [f.name for f in out_schema.fields]
 
     def fit_group(pdf: pd.DataFrame) -> pd.DataFrame:
         ref = (pdf["cpu_model"] == pdf["reference_model"]).fillna(False).to_numpy(bool)
+        t = pd.factorize(pdf["task"])[0]
+        m = pd.factorize(pdf["cpu_model"])[0]
         a, b, c, n, converged = _fit_arrays(
-            pd.factorize(pdf["task"])[0],
-            pd.factorize(pdf["cpu_model"])[0],
+            t,
+            m,
             pd.factorize(pdf["site"])[0],
             ref,
             pdf["y"].to_numpy(float),
@@ -530,7 +535,15 @@ def fit_effects(
             tolerance,
             max_iterations,
         )
-        return pdf.assign(a=a, b=b, c=c, _n=n, _converged=converged)[names]
+        if pdf["reference_model"].isna().all():
+            connected = None  # a fit without a reference: nothing to be connected to
+        elif ref.any():
+            labels = model_components(t, m)
+            connected = labels[m] == labels[m[ref][0]]
+        else:  # the reference model has no cell in this fit (its tasks drew weight 0)
+            connected = False
+        return pdf.assign(a=a, b=b, c=c, _n=n, _converged=converged,
+                          ref_connected=connected)[names]  # fmt: skip
 
     fits = cells_df.select(
         *FIT_PARTITION,
@@ -547,10 +560,28 @@ def fit_effects(
         .applyInPandas(fit_group, out_schema)
         .select(
             *FIT_PARTITION, "task", "cpu_model", "site", "reference_model", "y", "w", "a", "b", "c",
+            "ref_connected",
             F.max("_n").over(per_fit).cast("int").alias("iterations"),
             F.bool_and("_converged").over(per_fit).alias("converged"),
         )
     )  # fmt: skip
+
+
+def model_components(t: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Connected components of the bipartite task-model graph of a fit's cells (task and model
+    indexes from 0, one pair per cell): per model, the smallest model index of its component.
+    Min-label propagation, vectorised: a task takes the smallest label of its models, a model
+    the smallest label of its tasks, until no label changes (rounds ~ the graph's diameter)."""
+    nt, nm = int(t.max()) + 1, int(m.max()) + 1
+    labels = np.arange(nm)
+    while True:
+        task_label = np.full(nt, nm)
+        np.minimum.at(task_label, t, labels[m])
+        new = labels.copy()
+        np.minimum.at(new, m, task_label[t])
+        if np.array_equal(new, labels):
+            return labels
+        labels = new
 
 
 def _fit_arrays(
@@ -639,26 +670,20 @@ def interval(replicates: DataFrame, keys: Sequence[str], value: str) -> DataFram
     )
 
 
-def model_replicates(fitted: DataFrame, refs: DataFrame, rep_groups: DataFrame) -> DataFrame:
+def model_replicates(fitted: DataFrame) -> DataFrame:
     """Fitted cells -> one row per (job_type, rep, cpu_model) of the model variant with the
     normalised ``factor`` = exp(-b); null in a replicate where the model is not connected to its
-    group's reference model (its factor is not identified there)."""
-    b = (
-        fitted.where(F.col("variant") == FACTOR_VARIANT)
-        .groupBy("job_type", "rep", "cpu_model", "reference_model")
-        .agg(F.first("b").alias("b"), F.first("iterations").alias("iterations"),
-             F.first("converged").alias("converged"))
-    )  # fmt: skip
-    label = rep_groups.select("job_type", "rep", "cpu_model", "group")
-    ref_label = rep_groups.select(
-        "job_type", "rep", F.col("cpu_model").alias("reference_model"), F.col("group").alias("_rg")
-    )
+    group's reference model (its factor is not identified there: ``ref_connected``, from the
+    components of the replicate's own task-model graph, computed in the fit)."""
     return (
-        b.join(label, ["job_type", "rep", "cpu_model"], "left")
-        .join(ref_label, ["job_type", "rep", "reference_model"], "left")
-        .withColumn("factor", F.when(F.col("group") == F.col("_rg"), F.exp(-F.col("b"))))
+        fitted.where(F.col("variant") == FACTOR_VARIANT)
+        .groupBy("job_type", "rep", "cpu_model")
+        .agg(F.first("b").alias("b"), F.first("iterations").alias("iterations"),
+             F.first("converged").alias("converged"),
+             F.bool_and(F.coalesce("ref_connected", F.lit(False))).alias("_connected"))
+        .withColumn("factor", F.when(F.col("_connected"), F.exp(-F.col("b"))))
         .select("job_type", "rep", "cpu_model", "factor", "iterations", "converged")
-    )
+    )  # fmt: skip
 
 
 def speed_factors(
@@ -832,10 +857,12 @@ def compute(
     boot = bootstrap_cells(model_cells.unionByName(site_cells), bootstrap, seed).localCheckpoint(
         eager=True
     )
-    rep_groups = connected_groups(
-        boot.where(F.col("variant") == VARIANT_MODEL), keys=("job_type", "rep")
+    # The data's groups (replicate 0); in a replicate, whether a model is still connected to its
+    # group's reference comes out of the fit itself (model_components).
+    data_groups = connected_groups(
+        boot.where((F.col("variant") == VARIANT_MODEL) & (F.col("rep") == 0)),
+        keys=("job_type", "rep"),
     )
-    data_groups = rep_groups.where(F.col("rep") == 0)
     refs = reference_models(
         data_groups,
         boot.where((F.col("variant") == VARIANT_MODEL) & (F.col("rep") == 0)),
@@ -853,9 +880,9 @@ def compute(
         .groupBy("cpu_model")
         .agg(F.mode("microarchitecture").alias("microarchitecture"))
     )
-    factors = speed_factors(
-        model_replicates(fitted, refs, rep_groups), refs, microarchitectures
-    ).localCheckpoint(eager=True)
+    factors = speed_factors(model_replicates(fitted), refs, microarchitectures).localCheckpoint(
+        eager=True
+    )
     mismatch = benchmark_mismatch(factors, jobs, margin)
     agreement = factor_agreement(factors)
     anomalies = site_anomalies(site_replicates(fitted), fit_cells, refs, site_margin)

@@ -106,7 +106,7 @@ from pyspark.ml import PipelineModel
 from pyspark.sql import DataFrame
 
 from gridlake.gold.group import GoldGroup, Inputs
-from gridlake.gold.network.alarms import _alarms, network_alarms
+from gridlake.gold.network.alarms import _alarms, network_alarms, recurring_spikes
 from gridlake.gold.network.cost_matrix import network_cost_matrix
 from gridlake.gold.network.features import interval_features, latency_samples, path_baselines
 from gridlake.gold.network.params import (
@@ -163,6 +163,7 @@ __all__ = [
     "network_cost_matrix",
     "network_link_status",
     "path_baselines",
+    "recurring_spikes",
     "save_model",
     "train_congestion_model",
 ]

@@ -326,7 +326,7 @@ def _clock_drift(samples: DataFrame) -> DataFrame:
 _DAY_NAMES = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 
 
-def _recurring_spikes(baselines: DataFrame) -> DataFrame:
+def recurring_spikes(baselines: DataFrame) -> DataFrame:
     """Site-hours elevated on every incoming link together, recurring at the same hour of the
     same day of the week: ``recurring_weekend_spike`` (Saturday and/or Sunday slots, one alarm
     per destination site) and ``recurring_weekly_spike`` (a weekday slot, one alarm per
@@ -439,7 +439,7 @@ def _alarms(network: DataFrame, samples: DataFrame, baselines: DataFrame) -> Dat
         _throughput(network),
         _negative_delay(samples),
         _clock_drift(samples),
-        _recurring_spikes(baselines),
+        recurring_spikes(baselines),
     ]
     out = parts[0]
     for p in parts[1:]:
