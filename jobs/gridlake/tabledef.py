@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 
 from gridlake.settings import Settings, get_settings
 
@@ -117,6 +117,40 @@ class Table:
         """Create the database and the table (registered in the metastore) if missing."""
         ensure_tables(spark, [self], settings)
 
+    def partitioning_differs(self, spark: SparkSession, settings: Settings | None = None) -> bool:
+        """True when the table exists partitioned otherwise than its definition declares (the
+        definition changed after it was created, e.g. gold.node_saturation gained ``week``):
+        the next full overwrite re-partitions it (:meth:`repartitioning_writer`). Checked for
+        tables that declare partitions, once per session and table while they agree."""
+        done = (id(spark), self.full_name)
+        if not self.partition_by or done in _PARTITIONING_OK:
+            return False
+        from delta.tables import DeltaTable
+
+        path = self.path(settings)
+        if not DeltaTable.isDeltaTable(spark, path):
+            return False
+        row = DeltaTable.forPath(spark, path).detail().select("partitionColumns").first()
+        if row is not None and tuple(row[0] or ()) == tuple(self.partition_by):
+            _PARTITIONING_OK.add(done)
+            return False
+        return True
+
+    def repartitioning_writer(self, frame: DataFrame) -> DataFrameWriter:
+        """A whole-table overwrite that also sets the declared partition columns (Delta's
+        ``overwriteSchema``), the columns carrying their comments, which that replaces."""
+        from pyspark.sql import functions as F
+
+        described = frame.select(
+            *[F.col(c.name).alias(c.name, metadata={"comment": c.comment}) for c in self.columns]
+        )
+        return (
+            described.write.format("delta")
+            .mode("overwrite")
+            .option("overwriteSchema", "true")
+            .partitionBy(*self.partition_by)
+        )
+
     def _add_missing_columns(self, spark: SparkSession) -> None:
         """Schema evolution: columns added to the definition are added to an existing table
         (new columns are nullable; older rows read null). Never drops or retypes a column."""
@@ -140,6 +174,7 @@ class Table:
 
 
 _PROPERTIES_SET: set[tuple[int, str]] = set()
+_PARTITIONING_OK: set[tuple[int, str]] = set()
 
 
 def _q(text: str) -> str:

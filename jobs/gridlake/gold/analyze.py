@@ -274,6 +274,9 @@ def _analyze_group(
     if weeks == []:
         log.warning("gold group %s: no job of any week changed: not recomputed", name)
         return {}
+    if weeks and any(t.partitioning_differs(spark, settings) for t in written):
+        log.warning("gold group %s: a table's partitioning changed: recomputed whole", name)
+        weeks = None
     run_id = f"analyze-{name}-{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}"
     build_weeks = group(name).build_weeks
     replace_where = None
@@ -474,12 +477,17 @@ def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run
             rows=rows,
             record=lambda results: checked.extend(_check_rows(table, results, run_id)),
         )
-        writer = (
-            frame.write.format("delta")
-            .mode("overwrite")
-            .option("overwriteSchema", "false")
-            .option("userMetadata", meta)
-        )
+        if not replace_where and table.partitioning_differs(spark, settings):
+            log.warning("%s: re-partitioned by %s (its definition changed)", table.full_name,
+                        table.partition_by)  # fmt: skip
+            writer = table.repartitioning_writer(frame).option("userMetadata", meta)
+        else:
+            writer = (
+                frame.write.format("delta")
+                .mode("overwrite")
+                .option("overwriteSchema", "false")
+                .option("userMetadata", meta)
+            )
         if replace_where:
             writer = writer.option("replaceWhere", replace_where)
         writer.save(table.path(settings))

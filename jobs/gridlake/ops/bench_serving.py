@@ -22,8 +22,13 @@ the pipeline writes them), at the volume of the modelled grid:
 
 **The queries.** For each dashboard, each chart's saved query context with the dashboard's default
 native filters applied (a week filter opens on the latest week, the site drill-down on its first
-site), as the browser sends it: POST /api/v1/chart/data with ``force`` (no cache), ``rounds``
-times. p50 and p95 per dashboard (target p95 < 1 s). Superset's own SQL for each query (from the
+site), as the browser sends it: POST /api/v1/chart/data with ``force`` (no cache). First one
+*cold pass* over every dashboard on the freshly started Thrift Server and Superset: what
+``gridlake superset warm`` does once the gold tables are written (``make demo`` runs it), and what
+the first person to open each dashboard would wait for without it (JIT compilation, generated
+code, Delta snapshots, metastore lookups). Then ``rounds`` passes on the warm server, the state
+the pipeline leaves it in: p50 and p95 per dashboard over those (target p95 < 1 s), with the cold
+pass's figures beside them (``cold_*``). Superset's own SQL for each query (from the
 same response) is transpiled from Spark SQL to DuckDB with sqlglot and run in DuckDB over the
 active Parquet files of each Delta table (listed by the ``deltalake`` package), as the reference.
 """
@@ -641,7 +646,10 @@ def synthesise_gold(spark: Any, scale: ServingScale, settings: Settings) -> dict
             out = out.repartition(*table.partition_by)
         else:
             out = out.repartition(settings.shuffle_partitions)
-        out.write.format("delta").mode("overwrite").save(table.path(settings))
+        if table.partitioning_differs(spark, settings):  # an instance from before a change
+            table.repartitioning_writer(out).save(table.path(settings))
+        else:
+            out.write.format("delta").mode("overwrite").save(table.path(settings))
         counts[name] = spark.read.format("delta").load(table.path(settings)).count()
         print(f"   gold.{name}: {counts[name]:,} rows", flush=True)
     create_views(spark, settings)
@@ -699,6 +707,7 @@ def _measure(api: SupersetClient, con: Any, scale: ServingScale) -> dict[str, An
     from gridlake.serving.superset_assets import DASHBOARDS
 
     out: dict[str, Any] = {}
+    cold = _one_pass(api)  # the cold pass: gridlake superset warm, timed per request
     for dash in DASHBOARDS:
         queries = dashboard_queries(api, dash)
         superset_s: list[float] = []
@@ -735,6 +744,9 @@ def _measure(api: SupersetClient, con: Any, scale: ServingScale) -> dict[str, An
             "requests": len(superset_s),
             "superset_p50_s": round(statistics.median(superset_s), 3),
             "superset_p95_s": round(p95, 3),
+            "cold_p50_s": round(statistics.median(cold[dash.slug]), 3),
+            "cold_p95_s": round(_pct(cold[dash.slug], 0.95), 3),
+            "cold_max_s": round(max(cold[dash.slug]), 3),
             "duckdb_p50_s": round(statistics.median(duck_s), 4) if duck_s else None,
             "duckdb_p95_s": round(_pct(duck_s, 0.95), 4) if duck_s else None,
             "ratio_p50_superset_vs_duckdb": (
@@ -751,10 +763,61 @@ def _measure(api: SupersetClient, con: Any, scale: ServingScale) -> dict[str, An
         }
         print(
             f"   {dash.slug}: p50 {out[dash.slug]['superset_p50_s']} s, p95 "
-            f"{out[dash.slug]['superset_p95_s']} s, duckdb p50 {out[dash.slug]['duckdb_p50_s']} s",
+            f"{out[dash.slug]['superset_p95_s']} s (cold p95 {out[dash.slug]['cold_p95_s']} s), "
+            f"duckdb p50 {out[dash.slug]['duckdb_p50_s']} s",
             flush=True,
         )
     return out
+
+
+def _one_pass(api: SupersetClient) -> dict[str, list[float]]:
+    """Every chart query of every dashboard once: {slug: seconds of each request}."""
+    from gridlake.serving.superset_assets import DASHBOARDS
+
+    return {
+        dash.slug: [
+            api.data(json.loads(json.dumps(qc)))[0] for _, qc in dashboard_queries(api, dash)
+        ]
+        for dash in DASHBOARDS
+    }
+
+
+def _pass_figures(times: dict[str, list[float]]) -> dict[str, Any]:
+    per = {
+        slug: {"p50_s": round(statistics.median(t), 3), "p95_s": round(_pct(t, 0.95), 3),
+               "max_s": round(max(t), 3)}
+        for slug, t in times.items()
+    }  # fmt: skip
+    return {"dashboards": per, "worst_dashboard_p95_s": max(d["p95_s"] for d in per.values())}
+
+
+def rewrite_latest_week(spark: Any, settings: Settings) -> dict[str, int]:
+    """Rewrite what an incremental analyze rewrites every cycle, with the same rows: the latest
+    week of each weekly table a dashboard reads (``replaceWhere``), every other such table of
+    fewer than 500,000 rows whole. Returns the rows written per table. The data stay the same;
+    the Thrift Server sees new Delta versions, as after a real analyze."""
+    from pyspark.sql import functions as F
+
+    from gridlake.serving.superset_assets import DATASETS
+
+    written: dict[str, int] = {}
+    for table in {ds.table.full_name: ds.table for ds in DATASETS if ds.table is not None}.values():
+        if not table.full_name.startswith("gold."):
+            continue
+        path = table.path(settings)
+        df = spark.read.format("delta").load(path)
+        if "week" in df.columns:
+            latest = df.agg(F.max("week")).first()[0]
+            if latest is None:
+                continue
+            part = df.where(F.col("week") == F.lit(latest)).localCheckpoint()
+            (part.write.format("delta").mode("overwrite")
+             .option("replaceWhere", f"week = DATE'{latest.isoformat()}'").save(path))  # fmt: skip
+            written[table.full_name] = part.count()
+        elif (n := df.count()) < 500_000:
+            df.localCheckpoint().write.format("delta").mode("overwrite").save(path)
+            written[table.full_name] = n
+    return written
 
 
 def _infra(script: str, action: str) -> None:
@@ -787,8 +850,26 @@ def bench_serving(scale_name: str, work: Path) -> dict[str, Any]:
         api = SupersetClient(f"http://127.0.0.1:{settings.superset_port}", user, password)
         con = _duckdb(settings)
         out["dashboards"] = _measure(api, con, s)
+        # what the first person to open a dashboard after an analyze waits for (warm server,
+        # new Delta versions of the tables the dashboards read)
+        spark = get_spark(app_name="gridlake-bench-serving")
+        t0 = time.perf_counter()
+        out["gold_write"] = {"rows": rewrite_latest_week(spark, settings),
+                             "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
+        spark.stop()
+        out["after_gold_write"] = _pass_figures(_one_pass(api))
     finally:
         for script in reversed(started):
             _infra(script, "stop")
-    out["worst_dashboard_p95_s"] = max(d["superset_p95_s"] for d in out["dashboards"].values())
+    dashboards = out["dashboards"].values()
+    out["worst_dashboard_p95_s"] = max(d["superset_p95_s"] for d in dashboards)
+    out["cold_worst_dashboard_p95_s"] = max(d["cold_p95_s"] for d in dashboards)
+    out["after_gold_write_worst_dashboard_p95_s"] = out["after_gold_write"]["worst_dashboard_p95_s"]
+    out["measured_as"] = (
+        "worst_dashboard_p95_s: every chart query `rounds` times on the server warmed by one "
+        "pass (gridlake superset warm, as make demo runs it after writing gold); "
+        "cold_worst_dashboard_p95_s: that first pass, on the freshly started services; "
+        "after_gold_write_worst_dashboard_p95_s: one pass on the warm server right after the "
+        "latest week of every gold table the dashboards read was rewritten (as an analyze does)"
+    )
     return out

@@ -1,0 +1,94 @@
+"""A gold table whose definition gains partition columns is re-partitioned by its next full
+write, with the same rows and its column comments; a weekly (``replaceWhere``) write waits for
+that full write. gold.node_saturation gained ``week`` (the dashboards open on one week of it)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import date, datetime, timedelta
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def _rows(spark, table, weeks: list[date], hosts: int, salt: float):
+    """A few rows of ``table`` (gold.node_saturation): one per host and hour of each week's
+    Monday 00:00-02:00, every other column null except a value that depends on ``salt``."""
+    from pyspark.sql import functions as F
+
+    midnight = datetime.min.time()
+    data = [
+        (f"SITE-{h % 2}", f"wn{h:02d}", datetime.combine(w, midnight) + timedelta(hours=k), w,
+         salt + h + k / 10)
+        for w in weeks for h in range(hosts) for k in range(3)
+    ]  # fmt: skip
+    df = spark.createDataFrame(
+        data, "site STRING, host STRING, hour TIMESTAMP, week DATE, v DOUBLE"
+    )
+    cols = {c.name: F.lit(None).cast(c.ddl_type) for c in table.columns}
+    cols |= {"site": F.col("site"), "host": F.col("host"), "hour": F.col("hour"),
+             "week": F.col("week"), "us_mean": F.col("v")}  # fmt: skip
+    return df.select(*[cols[c.name].alias(c.name) for c in table.columns])
+
+
+def _partitions(spark, path) -> list[str]:
+    from delta.tables import DeltaTable
+
+    return list(DeltaTable.forPath(spark, path).detail().first()["partitionColumns"])
+
+
+def _same(a, b) -> bool:
+    return a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0
+
+
+def test_a_table_created_unpartitioned_is_repartitioned_by_the_next_full_write(
+    spark, settings, tmp_path
+) -> None:
+    from gridlake.gold.analyze import write_gated
+    from gridlake.gold.io_signatures import GOLD_NODE_SATURATION as T
+
+    assert T.partition_by == ("week",)
+    local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
+    path = T.path(local)
+    weeks = [date(2026, 11, 2), date(2026, 11, 9), date(2026, 11, 16)]
+    # as an instance created before the definition changed: no partitions
+    _rows(spark, T, weeks, 3, 0.0).write.format("delta").save(path)
+    assert _partitions(spark, path) == []
+    assert T.partitioning_differs(spark, local)
+
+    # a weekly write (incremental analyze) leaves the layout alone: the full write changes it
+    checked: list[tuple] = []
+    week = weeks[-1].isoformat()
+    newer = _rows(spark, T, weeks[-1:], 3, 100.0)
+    write_gated(
+        spark, T, newer, "{}", "run-1", local, checked, replace_where=f"week = DATE'{week}'"
+    )
+    assert _partitions(spark, path) == []
+    expected = _rows(spark, T, weeks[:-1], 3, 0.0).unionByName(newer)
+    assert _same(spark.read.format("delta").load(path), expected)
+
+    full = _rows(spark, T, weeks, 4, 7.0)
+    rows = write_gated(spark, T, full, '{"k": 1}', "run-2", local, checked)
+    assert rows == 36
+    assert _partitions(spark, path) == ["week"]
+    assert not T.partitioning_differs(spark, local)
+    read = spark.read.format("delta").load(path)
+    assert _same(read.select(*T.column_names), full)
+    comments = {f.name: f.metadata.get("comment") for f in read.schema.fields}
+    assert comments == {c.name: c.comment for c in T.columns}
+    # the files are in one folder per week, and a week's query reads that folder's files only
+    folders = sorted(p.name for p in (tmp_path / "warehouse" / "gold" / "node_saturation").iterdir()
+                     if p.name.startswith("week="))  # fmt: skip
+    assert folders == [f"week={w.isoformat()}" for w in weeks]
+    one_week = read.where(f"week = DATE'{week}'").inputFiles()
+    assert one_week and all(f"week={week}" in f for f in one_week)
+
+    # from now on a weekly write replaces that week's partition, and keeps the layout
+    again = _rows(spark, T, weeks[-1:], 2, 50.0)
+    write_gated(
+        spark, T, again, "{}", "run-3", local, checked, replace_where=f"week = DATE'{week}'"
+    )
+    assert _partitions(spark, path) == ["week"]
+    expected = _rows(spark, T, weeks[:-1], 4, 7.0).unionByName(again)
+    assert _same(spark.read.format("delta").load(path).select(*T.column_names), expected)
