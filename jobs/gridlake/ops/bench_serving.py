@@ -641,11 +641,10 @@ def synthesise_gold(spark: Any, scale: ServingScale, settings: Settings) -> dict
     for name, df in _frames(spark, scale).items():
         table = tables[name]
         out = _fill(df, table)
-        # the layout the pipeline's overwrite leaves: partitioned as defined, else a shuffle
-        if table.partition_by:
-            out = out.repartition(*table.partition_by)
-        else:
-            out = out.repartition(settings.shuffle_partitions)
+        # the layout the pipeline's overwrite leaves: its frames come out of a shuffle (a
+        # groupBy), so each of the shuffle's tasks writes a file into every partition it has
+        # rows for (a partitioned table gets shuffle-partitions files per week, not one)
+        out = out.repartition(settings.shuffle_partitions)
         if table.partitioning_differs(spark, settings):  # an instance from before a change
             table.repartitioning_writer(out).save(table.path(settings))
         else:

@@ -28,6 +28,15 @@ class SupersetClient:
 
         self.base = base.rstrip("/")
         self.http = retrying_session()
+        self._login = (user, password)
+        self.log_in()
+        self._dataset_ids: dict[str, int] = {}
+
+    def log_in(self) -> None:
+        """A new access token (Superset's expire after 15 minutes: a client that runs longer,
+        the freshness bench's watch, logs in again when told so) and its CSRF token."""
+        user, password = self._login
+        self.http.headers.pop("Authorization", None)
         r = self.http.post(
             f"{self.base}/api/v1/security/login",
             json={"username": user, "password": password, "provider": "db", "refresh": False},
@@ -38,12 +47,19 @@ class SupersetClient:
         csrf = self.http.get(f"{self.base}/api/v1/security/csrf_token/", timeout=60)
         csrf.raise_for_status()
         self.http.headers.update({"X-CSRFToken": csrf.json()["result"], "Referer": self.base + "/"})
-        self._dataset_ids: dict[str, int] = {}
+
+    def _send(self, method: str, url: str, **kw: Any) -> Any:
+        """One request; on 401 (the access token expired) log in again and send it once more."""
+        r = self.http.request(method, url, **kw)
+        if r.status_code == 401:
+            self.log_in()
+            r = self.http.request(method, url, **kw)
+        return r
 
     def dataset_id(self, uid: str) -> int:
         if uid not in self._dataset_ids:
             q = f"(columns:!(id,uuid),filters:!((col:uuid,opr:eq,value:'{uid}')))"
-            r = self.http.get(f"{self.base}/api/v1/dataset/", params={"q": q}, timeout=60)
+            r = self._send("GET", f"{self.base}/api/v1/dataset/", params={"q": q}, timeout=60)
             r.raise_for_status()
             found = [x["id"] for x in r.json()["result"] if str(x["uuid"]) == uid]
             if not found:
@@ -54,7 +70,7 @@ class SupersetClient:
     def data(self, query_context: dict) -> tuple[float, dict]:
         """(seconds, result) of one chart-data query."""
         t0 = time.perf_counter()
-        r = self.http.post(f"{self.base}/api/v1/chart/data", json=query_context, timeout=600)
+        r = self._send("POST", f"{self.base}/api/v1/chart/data", json=query_context, timeout=600)
         seconds = time.perf_counter() - t0
         if r.status_code != 200:
             raise RuntimeError(f"chart data: HTTP {r.status_code}: {r.text[:500]}")
