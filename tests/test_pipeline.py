@@ -140,13 +140,27 @@ def test_slow_storage_site_jobs_see_iowait_and_busy_disks(spark, gold_demo) -> N
     assert feats.count() == feats.select("job_id").distinct().count()
 
 
-def test_shipped_rule_upgrades_apply_and_operator_versions_win(spark, gold_demo) -> None:
+def test_shipped_rule_upgrades_apply_and_operator_versions_win(spark, gold_demo, thrift) -> None:
     """An instance whose rules table predates a shipped rule version gets the new version added;
-    a rule the operator re-versioned above the shipped one keeps the operator's row."""
+    a rule the operator re-versioned above the shipped one keeps the operator's row. The tables
+    then go back by Delta RESTORE, as an operator would undo a bad write, and the Thrift Server
+    serves them (it refused every read of a restored table until 2026-11-30)."""
+    from delta.tables import DeltaTable
+
     from gridlake.gold import efficiency
-    from gridlake.gold.analyze import analyze
+    from gridlake.gold.analyze import FINGERPRINT_KEY, _last_fingerprint, analyze
 
     table = efficiency.GOLD_EFFICIENCY_OUTLIER_RULES
+    # The group's tables and its rules go back to these versions afterwards (Delta RESTORE, a
+    # log commit, instead of another analyze of the group: ~85 s of make test's lane under
+    # load), each with the fingerprint of the write it restores (so the group is current again)
+    settings = get_settings()
+    group = {t.path(): t for t in (*efficiency.GROUP.tables, table)}
+    before = {
+        path: (DeltaTable.forPath(spark, path).history(1).first()["version"],
+               _last_fingerprint(spark, t, settings))
+        for path, t in group.items()
+    }  # fmt: skip
     old = [r._replace(rule_version=1) if r.rule_id.startswith("task-") else r
            for r in efficiency.DEFAULT_OUTLIER_RULES]  # fmt: skip
     peers = next(r for r in old if r.rule_id == "site-efficiency-peers")
@@ -166,10 +180,20 @@ def test_shipped_rule_upgrades_apply_and_operator_versions_win(spark, gold_demo)
         versions = {r.rule_version for r in flagged.collect()}
         assert versions == {7}, versions  # threshold 0, both sides: every scored site is listed
     finally:
-        efficiency.outlier_rules_frame(spark).write.format("delta").mode("overwrite").save(
-            table.path()
-        )
-        analyze(spark, groups=["efficiency"])
+        key = "spark.databricks.delta.commitInfo.userMetadata"
+        for path, (version, fp) in before.items():
+            spark.conf.set(key, json.dumps({FINGERPRINT_KEY: fp}))
+            try:
+                DeltaTable.forPath(spark, path).restoreToVersion(version)
+            finally:
+                spark.conf.unset(key)
+    assert analyze(spark, groups=["efficiency"], skip_current=True) == {}  # current again
+    restored = DeltaTable.forPath(spark, efficiency.GOLD_EFFICIENCY_OUTLIERS.path())
+    assert restored.history(1).first()["operation"] == "RESTORE"
+    for user in ("operator", "superset"):
+        assert _thrift_error(user, "SELECT count(*) FROM grid.efficiency_outliers") == "", user
+    shipped = {(r.rule_id, r.rule_version) for r in efficiency.DEFAULT_OUTLIER_RULES}
+    assert {(r.rule_id, r.rule_version) for r in _table(spark, table).collect()} == shipped
 
 
 # nightly: ~270 s of make test's longest lane under load (three analyze runs of a group)

@@ -164,13 +164,18 @@ def on_site(row: dict, site: str) -> bool:
 
 
 def test_site_user_chart_data_holds_only_its_site(users):
-    """Every chart of every dashboard, as the site user (saved query context, chart-data API),
-    equals the same query run by an admin with the site's condition added; rows that name a site
-    name this one. Grid-wide charts are the same for both."""
+    """Every chart of every dashboard, as the site user (saved query context, chart-data API):
+    rows that name a site name this one. The first chart of each dataset (the row-level rule is
+    the dataset's: its other charts are other queries of the same rows) equals the same query
+    run by an admin with the site's condition added; a grid-wide chart is the same for both."""
     admin, site = users["admin"], users["site"]
-    removed_something = 0
+    removed_something, compared, seen = [], [], set()
     for chart in CHARTS:
         got = site.chart_data(chart.uuid)["data"]
+        assert all(on_site(r, SITE) for r in got), (chart.key, got[:5])
+        if chart.dataset.name in seen:
+            continue
+        seen.add(chart.dataset.name)
         qc = chart_query_context(chart)
         qc["datasource"] = {"id": admin.dataset_id(chart.dataset.uuid), "type": "table"}
         qc["force"] = True
@@ -185,10 +190,13 @@ def test_site_user_chart_data_holds_only_its_site(users):
         query["extras"]["where"] = f"({where}) AND {condition}" if where else condition
         want = admin.query_context_data(qc)["data"]
         assert rows_key(got) == rows_key(want), (chart.key, got[:5], want[:5])
-        assert all(on_site(r, SITE) for r in got), (chart.key, got[:5])
-        removed_something += rows_key(got) != rows_key(everything)
-    # the demo week has four sites: most site-scoped charts lose rows or change totals
-    assert removed_something >= 20, removed_something
+        compared.append(chart.key)
+        if rows_key(got) != rows_key(everything):
+            removed_something.append(chart.key)
+    assert len(seen) == len({c.dataset.name for c in CHARTS})
+    # the demo week has four sites: site-scoped charts lose rows or change totals (all eleven
+    # compared on 2026-11-30)
+    assert len(removed_something) >= 0.8 * len(compared), (compared, removed_something)
 
 
 def test_site_user_numbers_match_an_independent_query(users, hive_rows_access):

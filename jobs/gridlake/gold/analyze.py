@@ -194,7 +194,12 @@ def fingerprint(
 
 
 def _last_fingerprint(spark: SparkSession, table: Table, settings: Settings) -> str | None:
-    """The fingerprint of the latest analyze write of a table (OPTIMIZE commits carry none)."""
+    """The fingerprint of the latest analyze write of a table (OPTIMIZE commits carry none).
+
+    None (unknown: the group is recomputed) when a RESTORE came after that write without a
+    fingerprint of its own: the table then holds an older version's rows, which the last
+    write's fingerprint does not describe. A RESTORE that carries one (its commit's
+    userMetadata, set to the restored version's fingerprint) counts as that write."""
     import json
 
     from delta.tables import DeltaTable
@@ -202,14 +207,16 @@ def _last_fingerprint(spark: SparkSession, table: Table, settings: Settings) -> 
     path = table.path(settings)
     if not DeltaTable.isDeltaTable(spark, path):
         return None
-    history = DeltaTable.forPath(spark, path).history(20).where("userMetadata IS NOT NULL")
-    for row in history.select("userMetadata").collect():  # bounded: 20 commits
+    history = DeltaTable.forPath(spark, path).history(20)
+    for row in history.select("operation", "userMetadata").collect():  # bounded: 20 commits
         try:
-            value = json.loads(row[0]).get(FINGERPRINT_KEY)
-        except (ValueError, AttributeError):
-            continue
+            value = json.loads(row["userMetadata"]).get(FINGERPRINT_KEY)
+        except (TypeError, ValueError, AttributeError):
+            value = None
         if value:
             return str(value)
+        if row["operation"] == "RESTORE":
+            return None
     return None
 
 

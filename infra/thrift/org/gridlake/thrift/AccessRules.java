@@ -36,7 +36,6 @@ import org.apache.spark.sql.catalyst.plans.logical.View;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
-import org.apache.spark.sql.internal.SQLConf;
 import scala.Function1;
 import scala.Option;
 import scala.collection.Iterator;
@@ -79,11 +78,24 @@ public final class AccessRules extends AbstractFunction1<SparkSessionExtensions,
       extends AbstractFunction1<SparkSession, Function1<LogicalPlan, BoxedUnit>> {
     @Override
     public Function1<LogicalPlan, BoxedUnit> apply(SparkSession session) {
-      return new Check();
+      return new Check(session);
     }
   }
 
+  /**
+   * The check of one session's plans. Its settings are read from that session, not from the
+   * thread's active one (SQLConf.get): Delta computes a table's state with a query of its own,
+   * e.g. after a RESTORE commit that has no checksum file, in a thread that inherits the user
+   * but whose active settings may be Spark's defaults (runSQLOnFiles on): every read of the
+   * restored table was refused.
+   */
   static final class Check extends AbstractFunction1<LogicalPlan, BoxedUnit> {
+    private final SparkSession session;
+
+    Check(SparkSession session) {
+      this.session = session;
+    }
+
     @Override
     public BoxedUnit apply(LogicalPlan plan) {
       String user = CurrentUserContext$.MODULE$.CURRENT_USER().get();
@@ -93,10 +105,10 @@ public final class AccessRules extends AbstractFunction1<SparkSessionExtensions,
         // (a View node, below), where a grid view is what the `views` role may read.
         return BoxedUnit.UNIT;
       }
-      if (Boolean.parseBoolean(SQLConf.get().getConfString("spark.sql.runSQLOnFiles", "true"))) {
+      if (Boolean.parseBoolean(session.conf().get("spark.sql.runSQLOnFiles", "true"))) {
         deny(user, "SQL on files is off on this server (spark.sql.runSQLOnFiles=true is refused)");
       }
-      checkTimeout(user);
+      checkTimeout(user, session);
       Users.Role role = Users.roleOf(user);
       if (role == null) {
         deny(user, "unknown user");
@@ -119,13 +131,13 @@ public final class AccessRules extends AbstractFunction1<SparkSessionExtensions,
    * A session may shorten the server's statement timeout (a connection's
    * set:hiveconf:spark.sql.thriftServer.queryTimeout), never lengthen or remove it.
    */
-  static void checkTimeout(String user) {
+  static void checkTimeout(String user, SparkSession spark) {
     Option<SparkContext> sc = SparkContext$.MODULE$.getActive();
     if (sc.isEmpty()) {
       return;
     }
     long server = JavaUtils.timeStringAsSec(sc.get().getConf().get(TIMEOUT, "0"));
-    long session = JavaUtils.timeStringAsSec(SQLConf.get().getConfString(TIMEOUT, "0"));
+    long session = JavaUtils.timeStringAsSec(spark.conf().get(TIMEOUT, "0"));
     if (server > 0 && (session <= 0 || session > server)) {
       deny(user, "a statement timeout above the server's (" + server + " s) is refused");
     }
