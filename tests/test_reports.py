@@ -17,6 +17,7 @@ from gridlake.gold.efficiency import GOLD_EFFICIENCY_OUTLIERS, GOLD_JOB_LENGTH_A
 from gridlake.gold.io_signatures import GOLD_NODE_SATURATION, GOLD_SITE_IO_STRESS_WEEKLY
 from gridlake.gold.network import GOLD_NETWORK_ALARMS, GOLD_NETWORK_COST_MATRIX
 from gridlake.gold.site_efficiency import (
+    GOLD_FAILURE_CAUSES_WEEKLY,
     GOLD_SITE_EFFICIENCY_WEEKLY,
     GOLD_SITE_FAILURE_MODES_WEEKLY,
     GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY,
@@ -202,6 +203,17 @@ def hand_views(spark):
         fm(W, "A", "simul", "app-crash", 3, 8.0),
         fm(W, "A", "pile", "stage-in", 1, 2.0),
     ])  # fmt: skip
+    fc = lambda week, site, cause, n, h: {  # noqa: E731
+        "week": week, "site": site, "cause": cause, "jobs": n, "badput_core_hours": h,
+    }  # fmt: skip
+    _view(spark, GOLD_FAILURE_CAUSES_WEEKLY, [
+        fc(W2, "A", "memory_exceeded", 1, 5.0), fc(W1, "A", "memory_exceeded", 1, 5.0),
+        fc(W1, "A", "cancelled", 2, 0.5),
+        fc(W, "A", "success", 16, 0.0),
+        fc(W, "A", "memory_exceeded", 2, 6.0), fc(W, "A", "evicted_or_preempted", 1, 2.0),
+        fc(W, "A", "unknown", 1, 0.0),
+        fc(W, "B", "success", 30, 0.0),
+    ])  # fmt: skip
     adv = lambda jt, now, opt, u_now, u_opt: {  # noqa: E731
         "job_type": jt, "current_median_hours": now, "optimal_hours": opt,
         "current_useful_fraction": u_now, "expected_useful_fraction": u_opt, "init_seconds": 300.0,
@@ -304,6 +316,18 @@ def test_site_figures_are_ratios_of_sums(spark, hand_views):
     assert modes[0]["previous_failed_jobs_per_week"] == pytest.approx(1.0)  # (1 + 1) / 2 weeks
     assert modes[1]["previous_failed_jobs_per_week"] == pytest.approx(0.0)
 
+    causes = _run(spark, "site_failure_causes", site="A", week=W)
+    assert [(c["cause"], c["failed_jobs"]) for c in causes] == [
+        ("memory_exceeded", 2),
+        ("evicted_or_preempted", 1),
+        ("unknown", 1),
+        ("cancelled", 0),  # failed only in a previous week: its rate before is still shown
+    ]
+    assert [c["badput_share"] for c in causes[:2]] == [pytest.approx(0.75), pytest.approx(0.25)]
+    assert causes[0]["previous_failed_jobs_per_week"] == pytest.approx(1.0)  # (1 + 1) / 2 weeks
+    assert causes[3]["previous_failed_jobs_per_week"] == pytest.approx(1.0)  # 2 / 2 weeks
+    assert _run(spark, "site_failure_causes", site="B", week=W) == []  # B never failed
+
     weeks = _run(spark, "site_weeks", site="B", week=W)
     assert [w["week"] for w in weeks] == [W2, W1, W]
     assert weeks[0]["site_efficiency"] is None  # B ran nothing then
@@ -369,6 +393,11 @@ def test_site_report_sentences_say_what_changed(spark, hand_views):
         "Failed attempts (4 of 20) wasted 10.0 core-hours, 10.0% of the site's core-hours (up "
         "5.0 points from 5.0% over the previous weeks); most of it to app-crash (80%, 3 "
         "attempts, 1.0 a week over the previous weeks)."
+    )
+    assert said["causes"] == (
+        "4 attempts failed; the largest cause of badput was memory exceeded (75%, 2 attempts, "
+        "1.0 a week over the previous weeks); evictions and preemptions held 25% of the badput; "
+        "no rule knows the cause of 1 of them."
     )
     assert said["job_length"] == (
         "simul jobs would gain most from another length: their median payload is 2.0 h against "

@@ -7,7 +7,8 @@ jobs changed in a group of weekly tables (``site_efficiency``); the other groups
 whole when an input changed (their history-wide fits are not incremental yet). Incremental and
 full give the same tables (tests/test_incremental_gold.py). Groups and what they read:
 
-- ``site_efficiency``: silver.jobs -> gold.site_efficiency_weekly, site_jobtype_efficiency_weekly
+- ``site_efficiency``: silver.jobs (+ gold.failure_cause_rules) -> gold.site_efficiency_weekly,
+  site_jobtype_efficiency_weekly, site_failure_modes_weekly, failure_causes_weekly
 - ``efficiency``: silver.jobs (+ gold.efficiency_outlier_rules) -> cpu_model_efficiency,
   failure_vs_duration, job_length_advice, multicore_scaling/fit, efficiency_outliers
 - ``speed_factors``: silver.jobs -> cpu_speed_factors, speed_factor_agreement,
@@ -187,9 +188,10 @@ def fingerprint(
     if group in RULE_TABLES:
         table = known[RULE_TABLES[group]]
         source = table.conform(rules_frame) if rules_frame is not None else None
-        rule_rows = (source or Inputs(spark, settings).read(table)).collect()  # a few rules
-        rows = sorted(json.dumps(r.asDict(), sort_keys=True, default=str) for r in rule_rows)
-        rules = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+        if source is not None or DeltaTable.isDeltaTable(spark, table.path(settings)):
+            rule_rows = (source or Inputs(spark, settings).read(table)).collect()  # a few rules
+            rows = sorted(json.dumps(r.asDict(), sort_keys=True, default=str) for r in rule_rows)
+            rules = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
     return json.dumps({"code": _code_hash(), "inputs": versions, "rules": rules}, sort_keys=True)
 
 
@@ -300,9 +302,10 @@ def _analyze_group(
         meta[WEEKS_KEY] = [w.isoformat() for w in weeks or ()]
     counts: dict[str, int] = {}
     for full_name, df in frames.items():
+        weekly = any(c.name == "week" for c in tables[full_name].columns)
         counts[full_name] = write_gated(
             spark, tables[full_name], df, json.dumps(meta), run_id, settings, checked,
-            replace_where=replace_where,
+            replace_where=replace_where if weekly else None,  # a rule table is written whole
         )  # fmt: skip
         log.info("gold %s: %d rows", full_name, counts[full_name])
     return counts

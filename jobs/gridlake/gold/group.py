@@ -39,6 +39,13 @@ class Inputs:
         higher version of their own; the operator's rows are never dropped or changed. The
         result is small (a few rules) and is materialised before the table is rewritten with it.
         """
+        from delta.tables import DeltaTable
+
+        table.ensure(self.spark, self.settings)
+        if not DeltaTable.isDeltaTable(self.spark, table.path(self.settings)):
+            # not written yet at this storage root (registered for another one): shipped rules
+            frame = table.conform(shipped(self.spark))
+            return self.spark.createDataFrame(frame.collect(), frame.schema)  # a few rules
         existing = self.read(table)
         missing = shipped(self.spark).join(
             existing.select(key, "rule_version"), [key, "rule_version"], "left_anti"

@@ -1,6 +1,8 @@
 """gold.site_efficiency_weekly and gold.site_jobtype_efficiency_weekly: CPU efficiency, events,
 badput and retry waste per week and site (ratios of sums, never means of ratios); and
-gold.site_failure_modes_weekly: the failed attempts behind the badput, by failure mode.
+gold.site_failure_modes_weekly: the failed attempts behind the badput, by failure mode. The
+group also writes gold.failure_cause_rules and gold.failure_causes_weekly
+(``gridlake.gold.failure_causes``): the same attempts by classified cause.
 
 The two efficiency tables share one aggregation (``efficiency_measures``) and one set of measure
 columns (``MEASURE_COLUMNS``); they differ only in their grain.
@@ -15,11 +17,19 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from gridlake.gold.failure_causes import (
+    GOLD_FAILURE_CAUSE_RULES,
+    GOLD_FAILURE_CAUSES_WEEKLY,
+    failure_causes_weekly,
+    rules_frame,
+)
 from gridlake.gold.group import GoldGroup, Inputs
 from gridlake.silver.tables import SILVER_JOBS
 from gridlake.tabledef import Check, Column, Table
 
 __all__ = [
+    "GOLD_FAILURE_CAUSES_WEEKLY",
+    "GOLD_FAILURE_CAUSE_RULES",
     "GOLD_SITE_EFFICIENCY_WEEKLY",
     "GOLD_SITE_FAILURE_MODES_WEEKLY",
     "GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY",
@@ -176,6 +186,8 @@ TABLES: tuple[Table, ...] = (
     GOLD_SITE_EFFICIENCY_WEEKLY,
     GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY,
     GOLD_SITE_FAILURE_MODES_WEEKLY,
+    GOLD_FAILURE_CAUSE_RULES,
+    GOLD_FAILURE_CAUSES_WEEKLY,
 )
 
 
@@ -283,11 +295,20 @@ def site_failure_modes_weekly(jobs: DataFrame, retries: DataFrame | None = None)
     )
 
 
-def compute(jobs: DataFrame, retries: DataFrame | None = None) -> dict[str, DataFrame]:
-    """silver.jobs -> the tables of this module by full name, conformed to their definitions.
-    ``retries``: all of silver.jobs when ``jobs`` is some weeks of it (:func:`with_retried_flag`).
+def compute(
+    jobs: DataFrame, retries: DataFrame | None = None, rules: DataFrame | None = None
+) -> dict[str, DataFrame]:
+    """silver.jobs -> the tables of this group by full name, conformed to their definitions.
+    ``retries``: all of silver.jobs when ``jobs`` is some weeks of it (:func:`with_retried_flag`);
+    ``rules``: the failure-cause rules (the shipped ones when None).
     """
+    if rules is None:
+        rules = rules_frame(jobs.sparkSession)
     return {
+        GOLD_FAILURE_CAUSE_RULES.full_name: GOLD_FAILURE_CAUSE_RULES.conform(rules),
+        GOLD_FAILURE_CAUSES_WEEKLY.full_name: GOLD_FAILURE_CAUSES_WEEKLY.conform(
+            failure_causes_weekly(jobs, rules)
+        ),
         GOLD_SITE_FAILURE_MODES_WEEKLY.full_name: GOLD_SITE_FAILURE_MODES_WEEKLY.conform(
             site_failure_modes_weekly(jobs, retries)
         ),
@@ -301,15 +322,23 @@ def compute(jobs: DataFrame, retries: DataFrame | None = None) -> dict[str, Data
 
 
 def _build(inputs: Inputs) -> dict[str, DataFrame]:
-    return compute(inputs.read(SILVER_JOBS))
+    rules = inputs.rules(GOLD_FAILURE_CAUSE_RULES, rules_frame)
+    return compute(inputs.read(SILVER_JOBS), rules=rules)
 
 
 def _build_weeks(inputs: Inputs, weeks: Sequence[date]) -> dict[str, DataFrame]:
-    """The rows of ``weeks`` only: their jobs, the retry flags from every week's retries."""
+    """The rows of ``weeks`` only: their jobs, the retry flags from every week's retries (the
+    rule table is written whole)."""
     jobs = inputs.read(SILVER_JOBS)
-    return compute(jobs.where(F.col("week").isin(list(weeks))), retries=jobs)
+    rules = inputs.rules(GOLD_FAILURE_CAUSE_RULES, rules_frame)
+    return compute(jobs.where(F.col("week").isin(list(weeks))), retries=jobs, rules=rules)
 
 
 GROUP = GoldGroup(
-    "site_efficiency", TABLES, reads=(SILVER_JOBS,), build=_build, build_weeks=_build_weeks
+    "site_efficiency",
+    TABLES,
+    reads=(SILVER_JOBS,),
+    build=_build,
+    build_weeks=_build_weeks,
+    rules=GOLD_FAILURE_CAUSE_RULES,
 )

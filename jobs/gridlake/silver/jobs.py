@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 
 from gridlake.contracts import contract
 from gridlake.reference.cpu_models import with_cpu_info
+from gridlake.reference.failure_causes import cause_column
 from gridlake.silver.common import latest_per_key, quarantine_rows, valid_rows, with_lineage
 from gridlake.silver.validate import parse_and_validate
 
@@ -59,6 +60,8 @@ def with_benchmark(jobs: DataFrame, cpu_reference: DataFrame | None = None) -> D
 def clean_rows(
     validated: DataFrame, batch_id: str, cpu_reference: DataFrame | None = None
 ) -> DataFrame:
-    """Valid records with derived columns and lineage (duplicates not yet removed)."""
+    """Valid records with derived columns, the failure cause by the shipped rules
+    (gridlake.reference.failure_causes) and lineage (duplicates not yet removed)."""
     derived = with_benchmark(derive_job_columns(valid_rows(validated)), cpu_reference)
+    derived = derived.withColumn("failure_cause", cause_column())
     return with_lineage(derived, batch_id)

@@ -8,6 +8,7 @@ Declared here beside the refine that writes them (``gridlake.silver.refine``); t
 from __future__ import annotations
 
 from gridlake.contracts import contract
+from gridlake.reference.failure_causes import CAUSES as FAILURE_CAUSES
 from gridlake.tabledef import Check, Column, Table
 
 # --------------------------------------------------------------------------------------------
@@ -73,6 +74,15 @@ SILVER_JOBS = Table(
         ),
         Column("hs23_source", "STRING", "declared-hs23 | declared-hs06 (taken 1:1) | reference"),
         Column("hs23_core_hours", "DOUBLE", "hs23_per_core x cores_wall_seconds / 3600"),
+        Column(
+            "failure_cause",
+            "STRING",
+            "Why the attempt failed (success | application_error | memory_exceeded | "
+            "walltime_exceeded | evicted_or_preempted | input_read_failure | stage_out_failure | "
+            "node_or_infrastructure | cancelled | unknown), by gridlake's shipped rules when the "
+            "row was refined; gold.failure_causes_weekly applies the rules in force "
+            "(gold.failure_cause_rules, operator-editable)",
+        ),
         *_LINEAGE,
     ),
     partition_by=("week",),
@@ -88,6 +98,7 @@ SILVER_JOBS = Table(
         Check("between", "wall_seconds", {"min_value": 0}),
         Check("between", "cpu_seconds", {"min_value": 0}),
         Check("in_set", "status", {"value_set": ["success", "failed"]}),
+        Check("in_set", "failure_cause", {"value_set": list(FAILURE_CAUSES)}),
         Check("pair_greater_or_equal", None, {"column_A": "end_time", "column_B": "start_time"}),
         # A grid never has more than a few percent of jobs above wall x cores; more means a unit
         # error upstream (e.g. CPU in minutes). A warning, not a circuit breaker.

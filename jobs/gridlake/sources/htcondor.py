@@ -39,8 +39,10 @@ Attribute mapping (names are case-insensitive, as in ClassAds):
 - outcome: ``JobStatus`` 4 (completed; or no JobStatus but ``CompletionDate`` > 0) with
   ``ExitBySignal`` false and ``ExitCode`` (else ``ExitStatus``) 0 -> success; non-zero exit ->
   failed/``nonzero-exit``; killed by a signal -> failed/``signal``, exit code 128 + signal;
-  ``JobStatus`` 3 (removed) -> failed/``removed``. Any other JobStatus is not a finished job and
-  is rejected.
+  ``JobStatus`` 3 (removed) -> failed/``removed``, or ``held:N`` when the job was on hold with
+  ``HoldReasonCode`` N when it was removed (34 JobOutOfResources, 12/13 output/input transfer,
+  ...: the failure-cause rules map them, gridlake.reference.failure_causes). Any other JobStatus
+  is not a finished job and is rejected.
 Not mapped (no attribute for it in job ads): events, read_time_seconds, benchmark.
 """
 
@@ -307,7 +309,8 @@ def ad_to_job(
             else:
                 status, failure_mode = "failed", "nonzero-exit"
     elif job_status == 3:
-        status, failure_mode = "failed", "removed"
+        hold_code = to_int(get("holdreasoncode"))
+        status, failure_mode = "failed", "removed" if hold_code is None else f"held:{hold_code}"
         exit_code = to_int(get("exitcode"))
     elif job_status is None:
         status = None

@@ -154,6 +154,14 @@ JOB_TYPES: dict[str, JobTypeSpec] = {
 }  # fmt: skip
 START_FAILURE_MODES = ("stage-in",)
 EXIT_CODES = {"stage-in": 66, "lost-heartbeat": 143, "memory": 137, "app-crash": 139}
+# What each planted failure mode is (the truth gold.failure_causes_weekly must recover)
+PLANTED_CAUSES = {
+    None: "success",
+    "stage-in": "input_read_failure",
+    "lost-heartbeat": "node_or_infrastructure",
+    "memory": "memory_exceeded",
+    "app-crash": "application_error",
+}
 ATLAS_SHARE = 0.7
 
 # Real site names (WLCG Tier-0/1/2) and coordinates for path delays; more sites get generated names.
@@ -474,6 +482,7 @@ class Simulation:
     counts: dict[str, int] = field(default_factory=dict)
     bad_records: list[dict[str, str]] = field(default_factory=list)
     signature_counts: dict[str, int] = field(default_factory=dict)
+    cause_counts: dict[tuple[str, str, str], int] = field(default_factory=dict)
     init_sums: dict[str, list[float]] = field(default_factory=dict)  # job type: [sum, count]
     serial: int = 0
     first_attempts: int = 0
@@ -605,6 +614,8 @@ class Simulation:
             self.sums.setdefault(key, _Sums()).add(rec)
         sig = truth["signature"]
         self.signature_counts[sig] = self.signature_counts.get(sig, 0) + 1
+        cause = (week, rec["site"], PLANTED_CAUSES[rec["failure_mode"]])
+        self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1
         init_sum = self.init_sums.setdefault(rec["job_type"], [0.0, 0])
         init_sum[0] += truth["init_seconds"]
         init_sum[1] += 1
@@ -1321,6 +1332,10 @@ def _truth(sim: Simulation, network: dict[str, Any]) -> dict[str, Any]:
         "signature_counts": sim.signature_counts,
         "bad_records": sim.bad_records,
         "efficiency_sums": sums,
+        "failure_causes": [
+            {"week": week, "site": site, "cause": cause, "jobs": n}
+            for (week, site, cause), n in sorted(sim.cause_counts.items())
+        ],
     }
 
 

@@ -16,6 +16,7 @@ Row = dict[str, Any]
 SITE_SECTIONS = (
     ("efficiency", "CPU efficiency"),
     ("failures", "Badput and failures by mode"),
+    ("causes", "Why jobs failed"),
     ("job_length", "Job length advice"),
     ("cpu_speed", "CPU speed vs benchmark"),
     ("io", "I/O signatures and saturated nodes"),

@@ -196,6 +196,39 @@ _QUERIES = (
         """,
     ),
     Query(
+        "site_failure_causes",
+        "Why the site's attempts failed: failed attempts and badput by cause (the failure-cause "
+        "rules) this week, and per week over the previous weeks the site ran jobs.",
+        f"""
+        WITH f AS (
+          SELECT * FROM grid.failure_causes_weekly WHERE {_WINDOW} AND cause <> 'success'
+        ),
+        causes AS (
+          SELECT site, cause,
+            {_sum("jobs", _THIS)} AS failed_jobs,
+            {_sum("badput_core_hours", _THIS)} AS badput_core_hours,
+            {_sum("jobs", _PREV)} AS previous_failed_jobs
+          FROM f GROUP BY site, cause
+        ),
+        sites AS (
+          SELECT site, count(DISTINCT CASE WHEN week < :week THEN week END) AS n
+          FROM grid.site_efficiency_weekly
+          WHERE {_WINDOW}
+          GROUP BY site
+        )
+        SELECT s.site AS report_site, c.cause,
+          coalesce(c.failed_jobs, 0) AS failed_jobs,
+          coalesce(c.badput_core_hours, 0.0) AS badput_core_hours,
+          try_divide(c.badput_core_hours, sum(c.badput_core_hours) OVER (PARTITION BY s.site))
+            AS badput_share,
+          try_divide(c.previous_failed_jobs, nullif(s.n, 0)) AS previous_failed_jobs_per_week
+        FROM sites s
+        JOIN causes c ON c.site = s.site
+        WHERE c.failed_jobs > 0 OR c.previous_failed_jobs > 0
+        ORDER BY report_site, badput_core_hours DESC NULLS LAST, failed_jobs DESC, cause
+        """,
+    ),
+    Query(
         "site_job_length",
         "The grid's job length advice for the job types the site ran this week, with the site's "
         "core-hours and the share of them the optimal length would save.",

@@ -190,6 +190,67 @@ def _failures_section(q: _Q) -> Section:
     return Section("failures", "", sentence, _png(fig), drawn, table, note)
 
 
+def _causes_section(q: _Q) -> Section:
+    rows = q("site_failure_causes")
+    now = [r for r in rows if r["failed_jobs"]]
+    if now:
+        top = now[0]
+        sentence = (
+            f"{_num(sum(r['failed_jobs'] for r in now))} attempts failed; the largest cause of "
+            f"badput was {top['cause'].replace('_', ' ')} ({_pct(top['badput_share'], 0)}, "
+            f"{_num(top['failed_jobs'])} attempts"
+        )
+        before = top.get("previous_failed_jobs_per_week")
+        if before is not None:
+            sentence += f", {before:.1f} a week over the previous weeks"
+        sentence += ")"
+        evicted = next((r for r in now if r["cause"] == "evicted_or_preempted"), None)
+        if evicted:
+            sentence += (
+                f"; evictions and preemptions held {_pct(evicted['badput_share'], 0)} of the badput"
+            )
+        unknown = next((r for r in now if r["cause"] == "unknown"), None)
+        if unknown:
+            sentence += f"; no rule knows the cause of {_num(unknown['failed_jobs'])} of them"
+        sentence += "."
+    else:
+        sentence = "No attempt failed this week."
+    fig, (a, b) = _figure()
+    labels = [r["cause"].replace("_", " ") for r in rows]
+    drawn = _hbars(
+        a,
+        [r["cause"].replace("_", " ") for r in now],
+        [([r["badput_core_hours"] for r in now], "this week", SITE_COLOR)],
+        "Badput core-hours by cause",
+        "core-hours",
+    )
+    drawn += _hbars(
+        b,
+        labels,
+        [
+            ([r["failed_jobs"] for r in rows], "this week", SITE_COLOR),
+            ([r.get("previous_failed_jobs_per_week") for r in rows], "before", PREVIOUS_COLOR),
+        ],
+        "Failed attempts by cause",
+        "attempts",
+    )
+    table = _table(
+        rows,
+        [
+            ("cause", "cause", _text),
+            ("failed_jobs", "failed attempts", _num),
+            ("badput_core_hours", "badput core-hours", lambda x: _num(x, 1)),
+            ("badput_share", "share of badput", _pct),
+            ("previous_failed_jobs_per_week", "per week before", lambda x: _num(x, 1)),
+        ],
+    )
+    note = (
+        "Causes come from exit codes, signals, batch-system states and hold reasons through the "
+        "rules of gold.failure_cause_rules (each cites its source; operators add versions)."
+    )
+    return Section("causes", "", sentence, _png(fig), drawn, table, note)
+
+
 def _job_length_section(q: _Q) -> Section:
     rows = q("site_job_length")
     gain = next((r for r in rows if (r.get("site_core_hours_saved") or 0) > 0.05), None)
@@ -499,6 +560,7 @@ def _outliers_section(q: _Q) -> Section:
 _SITE_BUILDERS: dict[str, Callable[[_Q], Section]] = {
     "efficiency": _efficiency_section,
     "failures": _failures_section,
+    "causes": _causes_section,
     "job_length": _job_length_section,
     "cpu_speed": _cpu_speed_section,
     "io": _io_section,

@@ -380,6 +380,18 @@ MEMORY_PER_THREAD = Dataset(
     ),
     table=_gold("memory_per_thread_fit"),
 )
+FAILURE_CAUSES = Dataset(
+    "failure_causes_weekly",
+    "site",
+    "Job attempts and badput per site, ISO week and failure cause (gold.failure_cause_rules).",
+    (
+        _m("jobs", "SUM(jobs)", "Attempts", ",d"),
+        _m("badput_core_hours", "SUM(badput_core_hours)", "Badput core-hours", ",.0f"),
+        _m("core_hours", "SUM(core_hours)", "Core-hours", ",.0f"),
+    ),
+    table=_gold("failure_causes_weekly"),
+    main_dttm_col="week",
+)
 _LINK_SIDES = """
 SELECT week, src_site AS site, 'outgoing' AS direction, dst_site AS peer,
        cost_seconds_per_gb, congested_share, intervals, loss_mean, rtt_ms,
@@ -433,5 +445,5 @@ ALERTS = Dataset(
 DATASETS: tuple[Dataset, ...] = (
     SITE_EFFICIENCY, SITE_JOBTYPE, OUTLIERS, ALARMS, COST_MATRIX, LINK_HOURLY, NODE_SATURATION,
     WORKFLOW_IO, SITE_IO, SPEED_FACTORS, MISMATCH, CPU_EFFICIENCY, SPEED_ANOMALIES, FAILURES,
-    JOB_LENGTH, MULTICORE, MEMORY_PER_THREAD, SITE_LINKS, ALERTS,
+    JOB_LENGTH, MULTICORE, MEMORY_PER_THREAD, SITE_LINKS, ALERTS, FAILURE_CAUSES,
 )  # fmt: skip

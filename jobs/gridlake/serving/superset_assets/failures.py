@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gridlake.serving.superset_assets.datasets import (
+    FAILURE_CAUSES,
     FAILURES,
     JOB_LENGTH,
     MEMORY_PER_THREAD,
@@ -13,8 +14,8 @@ from gridlake.serving.superset_assets.spec import Chart, Dashboard, NativeFilter
 FAILURES_DASHBOARD = Dashboard(
     "failures-job-length",
     "Failures and job length",
-    "How the chance of failing grows with a job's duration, what each failure costs, and how "
-    "long jobs should be.",
+    "How the chance of failing grows with a job's duration, why jobs fail at each site, what "
+    "each failure costs, and how long jobs should be.",
     rows=(
         (
             Chart(
@@ -75,6 +76,35 @@ FAILURES_DASHBOARD = Dashboard(
                 series=("failure_mode",),
                 where=(("failure_mode", "!=", "ALL"),),
                 width=6,
+            ),
+        ),
+        (
+            Chart(
+                "failure_causes_by_site",
+                "Why jobs failed: badput by site and cause",
+                "Core-hours of failed attempts per site, by the cause the failure-cause rules "
+                "give (exit codes, signals, batch states, hold reasons; gold.failure_cause_rules).",
+                FAILURE_CAUSES,
+                "bar",
+                metrics=("badput_core_hours",),
+                x="site",
+                series=("cause",),
+                where=(("cause", "!=", "success"),),
+                order_by=(("badput_core_hours", False),),
+                stack=True,
+                x_label_rotation=45,
+                width=8,
+            ),
+            Chart(
+                "failures_by_cause",
+                "Failed attempts by cause",
+                "Failed attempts per cause, all sites.",
+                FAILURE_CAUSES,
+                "pie",
+                metrics=("jobs",),
+                series=("cause",),
+                where=(("cause", "!=", "success"),),
+                width=4,
             ),
         ),
         (
