@@ -15,18 +15,32 @@ import pytest
 
 from gridlake.contracts import SCHEMAS_DIR
 from gridlake.settings import REPO_ROOT, get_settings
-from gridlake.sources.agent import PAGE_KIB, Counters, Publisher, Spool, read_counters, to_records
+from gridlake.sources.agent import (
+    PAGE_KIB,
+    Counters,
+    Publisher,
+    Spool,
+    read_counters,
+    read_net,
+    to_records,
+)
 
 NODES_SCHEMA = json.loads((SCHEMAS_DIR / "grid.nodes.schema.json").read_text())
 
 
-def _counters(at: float, cpu: tuple[int, ...], swapin: int, disk: tuple[int, ...]) -> Counters:
+def _counters(
+    at: float,
+    cpu: tuple[int, ...],
+    swapin: int,
+    disk: tuple[int, ...],
+    net: tuple[int, int] | None = None,
+) -> Counters:
     return Counters(
         at=at, cpu=cpu, intr=1000, ctxt=5000, procs_running=3, procs_blocked=2,
         mem={"MemFree": 100, "Buffers": 10, "Cached": 50, "SReclaimable": 5,
              "SwapTotal": 1000, "SwapFree": 400},
         vm={"pswpin": swapin, "pswpout": 0, "pgpgin": 0, "pgpgout": 0},
-        disks={"sdb": disk},
+        disks={"sdb": disk}, net=net,
     )  # fmt: skip
 
 
@@ -54,10 +68,39 @@ def test_records_from_counter_deltas_hand_worked() -> None:
         jsonschema.validate(rec, NODES_SCHEMA)
 
 
+def test_network_rates_from_net_dev(tmp_path) -> None:
+    """/proc/net/dev as the kernel prints it: loopback left out, rx bytes field 1, tx field 9."""
+    (tmp_path / "net").mkdir()
+    (tmp_path / "net" / "dev").write_text(
+        "Inter-|   Receive                                                |  Transmit\n"
+        " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets "
+        "errs drop fifo colls carrier compressed\n"
+        "    lo: 9999999    100    0    0    0     0          0         0  9999999    100    0 "
+        "   0    0     0       0          0\n"
+        "  eth0: 1048576   2000    0    0    0     0          0         0   204800    900    0 "
+        "   0    0     0       0          0\n"
+        "  ens4: 1048576     10    0    0    0     0          0         0        0      0    0 "
+        "   0    0     0       0          0\n"
+    )
+    assert read_net(str(tmp_path)) == (2 * 1048576, 204800)
+    assert read_net(str(tmp_path / "missing")) is None
+    disk = (0,) * 11
+    a = _counters(100.0, (0,) * 8, 0, disk, net=(0, 0))
+    b = _counters(110.0, (0, 0, 0, 1000, 0, 0, 0, 0), 0, disk, net=(2 * 1048576, 204800))
+    vm, _ = to_records(a, b, "SITE", "wn1")
+    assert (vm["net_rx_kb_s"], vm["net_tx_kb_s"]) == (204.8, 20.0)  # KiB over 10 s
+    reset = _counters(120.0, (0, 0, 0, 2000, 0, 0, 0, 0), 0, disk, net=(10, 0))  # counter reset
+    assert to_records(b, reset, "SITE", "wn1")[0]["net_rx_kb_s"] == 0.0
+    unknown = to_records(a, _counters(110.0, (0, 0, 0, 9, 0, 0, 0, 0), 0, disk), "S", "h")[0]
+    assert unknown["net_rx_kb_s"] is None  # no /proc/net/dev: unknown, never 0
+    jsonschema.validate(vm, NODES_SCHEMA)
+
+
 def test_reads_this_machine() -> None:
     c = read_counters()
     assert len(c.cpu) == 8 and sum(c.cpu) > 0 and c.mem["MemTotal"] > 0
     assert all(not name.startswith("loop") for name in c.disks)
+    assert c.net is not None and c.net[0] >= 0  # this machine has /proc/net/dev
 
 
 def _consume(bootstrap: str, host: str, expected: int, timeout: float = 60) -> list[dict]:

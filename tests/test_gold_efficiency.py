@@ -68,6 +68,8 @@ JOB_COLUMNS = (
     ("is_outlier", "boolean"),
     ("hs23_per_core", "double"),
     ("hs23_core_hours", "double"),
+    ("source_format", "string"),
+    ("exit_code", "bigint"),
 )
 JOBS_DDL = ", ".join(f"{name} {ddl}" for name, ddl in JOB_COLUMNS)
 END = datetime(2026, 11, 18, 12, 0)
@@ -121,6 +123,8 @@ def job(
         cpu > cw * 1.05,
         None if hs23 is None else float(hs23),
         None if hs23 is None else hs23 * cw / 3600.0,
+        "canonical",
+        0 if status == "success" else None,
     )
 
 
@@ -198,6 +202,17 @@ def test_site_measures_events_badput_and_retry_waste(spark) -> None:
     for table in site_efficiency.TABLES:
         assert frames[table.full_name].columns == table.column_names
     assert frames[GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY.full_name].count() == 3
+    causes = {
+        r.cause: (r.jobs, r.badput_core_hours)
+        for r in frames["gold.failure_causes_weekly"].where("site = 'A'").collect()
+    }
+    assert causes == {
+        "success": (3, 0.0),
+        "memory_exceeded": (1, pytest.approx(4.0)),  # j2
+        "input_read_failure": (1, pytest.approx(8 / 6)),  # j4: stage-in
+        "application_error": (1, pytest.approx(16.0)),  # j5: app-crash
+        "node_or_infrastructure": (1, pytest.approx(1.0)),  # j8: lost heartbeat
+    }
 
 
 # --------------------------------------------------------------------------------------------

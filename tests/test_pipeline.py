@@ -280,8 +280,8 @@ def test_a_duplicate_gold_key_fails_analyze_and_keeps_the_previous_version(
     table = site_efficiency.GOLD_SITE_EFFICIENCY_WEEKLY
     compute = site_efficiency.compute
 
-    def planted(jobs):
-        frames = compute(jobs)
+    def planted(jobs, retries=None, rules=None):
+        frames = compute(jobs, retries, rules)
         weekly = frames[table.full_name]
         frames[table.full_name] = weekly.unionByName(weekly.orderBy("week", "site", "vo").limit(1))
         return frames

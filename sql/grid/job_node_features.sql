@@ -21,7 +21,8 @@ CREATE OR REPLACE VIEW grid.job_node_features (
   `disk_util_p95` COMMENT '95th percentile of the busiest device\'s %util',
   `r_await_ms_p95` COMMENT '95th percentile of the slowest device\'s read await',
   `read_kb_s_mean` COMMENT 'Mean KiB/s read, all devices',
-  `write_kb_s_mean` COMMENT 'Mean KiB/s written, all devices'
+  `write_kb_s_mean` COMMENT 'Mean KiB/s written, all devices',
+  `net_rx_kb_s_mean` COMMENT 'Mean network KiB/s the host received (null when its samples carry no network counters)'
 )
 COMMENT 'Each job\'s node samples (its host, ts within [start_time, end_time]) summarised. Samples are of the whole node: a job sharing its node sees its neighbours\' load too. Grain: one row per job attempt (job_id).'
 AS SELECT `job_id`,
@@ -44,5 +45,6 @@ AS SELECT `job_id`,
        `disk_util_p95`,
        `r_await_ms_p95`,
        `read_kb_s_mean`,
-       `write_kb_s_mean`
+       `write_kb_s_mean`,
+       `net_rx_kb_s_mean`
 FROM silver.job_node_features

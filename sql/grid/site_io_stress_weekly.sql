@@ -20,11 +20,13 @@ CREATE OR REPLACE VIEW grid.site_io_stress_weekly (
   `share_remote_read_bound` COMMENT 'Share of classified_core_hours classified remote_read_bound',
   `share_init_dominated` COMMENT 'Share of classified_core_hours classified init_dominated',
   `share_mixed` COMMENT 'Share of classified_core_hours classified mixed',
+  `share_idle_or_stalled` COMMENT 'Share of classified_core_hours classified idle_or_stalled',
   `lost_core_hours_io_wait_bound` COMMENT 'Core-hours lost by jobs classified io_wait_bound',
   `lost_core_hours_memory_bound` COMMENT 'Core-hours lost by jobs classified memory_bound',
   `lost_core_hours_remote_read_bound` COMMENT 'Core-hours lost by jobs classified remote_read_bound',
   `lost_core_hours_init_dominated` COMMENT 'Core-hours lost by jobs classified init_dominated',
   `lost_core_hours_mixed` COMMENT 'Core-hours lost by jobs classified mixed',
+  `lost_core_hours_idle_or_stalled` COMMENT 'Core-hours lost by jobs classified idle_or_stalled',
   `rule_version` COMMENT 'gold.io_signature_rules version applied'
 )
 COMMENT 'I/O and memory stress of each site per week: saturated host-hours of its monitored nodes and the core-hours its jobs lost to each limit. Grain: one row per site and week.'
@@ -47,10 +49,12 @@ AS SELECT `site`,
        `share_remote_read_bound`,
        `share_init_dominated`,
        `share_mixed`,
+       `share_idle_or_stalled`,
        `lost_core_hours_io_wait_bound`,
        `lost_core_hours_memory_bound`,
        `lost_core_hours_remote_read_bound`,
        `lost_core_hours_init_dominated`,
        `lost_core_hours_mixed`,
+       `lost_core_hours_idle_or_stalled`,
        `rule_version`
 FROM gold.site_io_stress_weekly

@@ -36,10 +36,15 @@ percentiles of the vmstat / iostat samples taken on its host during its run).
    cores`` (initialisation is single-threaded and partly waiting). init_dominated when
    [init_share_min] <= s <= [init_share_max] and wall <= [init_max_wall_seconds] (short jobs;
    s above the maximum means initialisation cannot explain the loss by itself).
-4. ``remote_read_bound``: eff < [remote_ratio_max] x reference, no local disk, memory or
+4. Waiting on nothing local: eff < [remote_ratio_max] x reference, no local disk, memory or
    iowait evidence, and the node's CPUs are not busy (us mean < [busy_us_min]) - or the job is
-   not computing at all (eff < [idle_efficiency_max]). Low us, low local disk, low wa: the job
-   waits on something that is not on the node (remote reads, network).
+   not computing at all (eff < [idle_efficiency_max]). Low us, low local disk, low wa. Then the
+   network tells which:
+   ``idle_or_stalled``: the host received less than [remote_rx_kb_s_min] KiB/s on average over
+   the run (little CPU, little I/O wait, little network: a job that sleeps, hangs or waits on a
+   lock or a service); when the host's samples carry no network counters (sources other than
+   the agent), only a job not computing at all (eff < [idle_efficiency_max]).
+   ``remote_read_bound``: otherwise (network receive high while the CPU is low: remote reads).
 5. Otherwise ``cpu_bound``: a loss that initialisation or parallel overheads explain, or CPU
    contention (the node's CPUs are busy: the job waits for CPU, not for I/O).
 
@@ -120,10 +125,18 @@ SIGNATURES = (
     "remote_read_bound",
     "init_dominated",
     "mixed",
+    "idle_or_stalled",
     "insufficient_data",
 )
 # Signatures whose lost core-hours are attributed to a limit other than the CPU.
-LIMIT_SIGNATURES = ("io_wait_bound", "memory_bound", "remote_read_bound", "init_dominated", "mixed")
+LIMIT_SIGNATURES = (
+    "io_wait_bound",
+    "memory_bound",
+    "remote_read_bound",
+    "init_dominated",
+    "mixed",
+    "idle_or_stalled",
+)
 
 # --------------------------------------------------------------------------------------------
 # The rule table
@@ -196,6 +209,9 @@ DEFAULT_IO_RULES = IoRuleSet(
                "CPU-starved, not remote-read-bound"),
         IoRule("idle_efficiency_max", 0.05, "A job below this efficiency is not computing "
                "(never CPU-starved)"),
+        IoRule("remote_rx_kb_s_min", 1024, "Host network receive (KiB/s, mean over the run) "
+               "from which a job waiting on nothing local is remote_read_bound; below: "
+               "idle_or_stalled"),
     ),
 )  # fmt: skip
 
@@ -297,7 +313,8 @@ GOLD_JOB_IO_SIGNATURE = Table(
         Column("wall_seconds", "DOUBLE", "Wall-clock seconds"),
         Column("core_hours", "DOUBLE", "wall_seconds x cores / 3600"),
         Column("signature", "STRING", "cpu_bound | io_wait_bound | memory_bound | "
-               "remote_read_bound | init_dominated | mixed | insufficient_data"),
+               "remote_read_bound | init_dominated | mixed | idle_or_stalled | "
+               "insufficient_data"),
         Column("confidence", "DOUBLE", "0.5-1 from the margin to the thresholds, scaled down "
                "when samples are few; null for insufficient_data"),
         Column("decision_margin", "DOUBLE", "Smallest relative distance of the deciding "
@@ -320,6 +337,8 @@ GOLD_JOB_IO_SIGNATURE = Table(
         Column("swap_in_kb_s", "DOUBLE", "Swapped-in KiB per wall second of the run"),
         Column("swap_out_kb_s", "DOUBLE", "Swapped-out KiB per wall second of the run"),
         Column("cache_trend_kb", "DOUBLE", "Page cache at the last sample minus the first (KiB)"),
+        Column("net_rx_kb_s_mean", "DOUBLE", "Host network receive KiB/s, mean (null: the "
+               "samples carry no network counters)"),
         Column("shared_node", "BOOLEAN", "Other jobs ran on the host during the run"),
         Column("other_jobs_on_node", "BIGINT", "Other job attempts overlapping on the host"),
         Column("core_share", "DOUBLE", "Job's core-seconds / core-seconds of all jobs on the "
@@ -601,6 +620,8 @@ def job_io_signature(jobs: DataFrame, features: DataFrame, rules: DataFrame) -> 
         "job_id", "vmstat_samples", "us_mean", "wa_mean", "b_mean", "swap_in_kb", "swap_out_kb",
         "cache_trend_kb", "iostat_samples", "disk_util_p95", "r_await_ms_p95", "read_kb_s_mean",
         "write_kb_s_mean",
+        (F.col("net_rx_kb_s_mean") if "net_rx_kb_s_mean" in features.columns
+         else F.lit(None).cast("double")).alias("net_rx_kb_s_mean"),
     )  # fmt: skip
     df = (
         jobs.select(
@@ -676,6 +697,11 @@ def job_io_signature(jobs: DataFrame, features: DataFrame, rules: DataFrame) -> 
         _lt(eff, ref_eff * r["remote_ratio_max"]),
         F.greatest(_lt(F.col("us_mean"), r["busy_us_min"]), _lt(eff, r["idle_efficiency_max"])),
     )
+    # idle rather than waiting on the network: little received, or (no counters) no CPU at all
+    rx = F.col("net_rx_kb_s_mean")
+    m_idle = F.when(rx.isNotNull(), _lt(rx, r["remote_rx_kb_s_min"])).otherwise(
+        _lt(eff, r["idle_efficiency_max"])
+    )
     df = df.select(
         "*",
         m_eff_ok.alias("_m_eff_ok"),
@@ -685,6 +711,7 @@ def job_io_signature(jobs: DataFrame, features: DataFrame, rules: DataFrame) -> 
         m_swap_dominates.alias("_m_swapdom"),
         m_init.alias("_m_init"),
         m_remote.alias("_m_remote"),
+        m_idle.alias("_m_idle"),
     )
     c = F.col
     no_data = (c("vmstat_samples") < r["min_vmstat_samples"]) | eff.isNull()
@@ -693,6 +720,7 @@ def job_io_signature(jobs: DataFrame, features: DataFrame, rules: DataFrame) -> 
     mixed = mem & io & F.coalesce(c("_m_swapdom") < 0, F.lit(False))
     init = _holds(c("_m_init"))
     remote = _holds(c("_m_remote"))
+    idle = remote & _holds(c("_m_idle"))
     not_mem, not_io = _not(c("_m_mem")), _not(c("_m_io"))
     signature = (
         F.when(no_data, "insufficient_data")
@@ -701,6 +729,7 @@ def job_io_signature(jobs: DataFrame, features: DataFrame, rules: DataFrame) -> 
         .when(mem, "memory_bound")
         .when(io, "io_wait_bound")
         .when(init, "init_dominated")
+        .when(idle, "idle_or_stalled")
         .when(remote, "remote_read_bound")
         .otherwise("cpu_bound")
     )
@@ -711,7 +740,8 @@ def job_io_signature(jobs: DataFrame, features: DataFrame, rules: DataFrame) -> 
         .when(mem, F.least(c("_m_loss"), c("_m_mem"), F.coalesce(c("_m_swapdom"), F.lit(1.0))))
         .when(io, F.least(c("_m_loss"), c("_m_io")))
         .when(init, F.least(c("_m_loss"), c("_m_init"), not_mem, not_io))
-        .when(remote, F.least(c("_m_loss"), c("_m_remote"), not_mem, not_io))
+        .when(idle, F.least(c("_m_loss"), c("_m_remote"), c("_m_idle"), not_mem, not_io))
+        .when(remote, F.least(c("_m_loss"), c("_m_remote"), _not(c("_m_idle")), not_mem, not_io))
         .otherwise(F.least(not_mem, not_io, _not(c("_m_remote")), _not(c("_m_init"))))
     )
     samples_factor = F.sqrt(

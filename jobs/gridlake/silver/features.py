@@ -45,9 +45,14 @@ def job_node_features(
     """silver.jobs x node samples -> one row per job (jobs without samples: count 0, nulls)."""
     jb = job_buckets(jobs, seconds)
 
+    rx = (
+        F.col("net_rx_kb_s")
+        if "net_rx_kb_s" in node_samples.columns
+        else F.lit(None).cast("double")  # samples from before the network counters
+    )
     vm = node_samples.filter(F.col("kind") == "vmstat").select(
         "host", "ts", "us", "wa", "b", "si", "so", "cache_kb", "interval_seconds",
-        _bucket("ts", seconds).alias("bucket"),
+        rx.alias("net_rx_kb_s"), _bucket("ts", seconds).alias("bucket"),
     )  # fmt: skip
     jv = _in_interval(jb.join(vm, ["host", "bucket"]))
     vm_agg = jv.groupBy("job_id").agg(
@@ -61,6 +66,7 @@ def job_node_features(
         F.sum(F.col("si") * F.col("interval_seconds")).alias("swap_in_kb"),
         F.sum(F.col("so") * F.col("interval_seconds")).alias("swap_out_kb"),
         (F.max_by("cache_kb", "ts") - F.min_by("cache_kb", "ts")).alias("cache_trend_kb"),
+        F.avg("net_rx_kb_s").alias("net_rx_kb_s_mean"),
     )
 
     # Per sample first (the busiest device, the total rate), then per job.

@@ -266,6 +266,12 @@ SILVER_JOB_NODE_FEATURES = Table(
         Column("r_await_ms_p95", "DOUBLE", "95th percentile of the slowest device's read await"),
         Column("read_kb_s_mean", "DOUBLE", "Mean KiB/s read, all devices"),
         Column("write_kb_s_mean", "DOUBLE", "Mean KiB/s written, all devices"),
+        Column(
+            "net_rx_kb_s_mean",
+            "DOUBLE",
+            "Mean network KiB/s the host received (null when its samples carry no network "
+            "counters)",
+        ),
     ),
     partition_by=("week",),
 )

@@ -1,8 +1,10 @@
 """``gridlake agent``: sample the node it runs on and publish ``grid.nodes`` messages.
 
 Every ``interval`` seconds the agent reads ``/proc`` (``stat``, ``meminfo``, ``vmstat``,
-``diskstats``) - the counters vmstat and iostat themselves read - and turns the deltas into one
-``vmstat`` and one ``iostat`` record in the canonical form of ``schemas/grid.nodes.schema.json``.
+``diskstats``) - the counters vmstat and iostat themselves read - and ``net/dev`` (bytes received
+and sent by every interface but loopback: tells a job waiting on the network from an idle one),
+and turns the deltas into one ``vmstat`` and one ``iostat`` record in the canonical form of
+``schemas/grid.nodes.schema.json``.
 No subprocess per sample, no shell: a sample costs a few file reads.
 
 Delivery: records go to Kafka through an idempotent producer that retries for as long as the
@@ -49,6 +51,7 @@ class Counters:
     mem: dict[str, int]  # kB
     vm: dict[str, int]
     disks: dict[str, tuple[int, ...]]  # the 11 classic diskstats fields
+    net: tuple[int, int] | None = None  # bytes received, sent (all interfaces but lo)
 
 
 def _read(path: str) -> str:
@@ -89,7 +92,25 @@ def read_counters(proc: str = "/proc") -> Counters:
         if name.startswith(SKIP_DEVICE_PREFIXES) or not os.path.exists(f"/sys/block/{name}"):
             continue  # virtual devices and partitions (iostat -x shows whole devices too)
         disks[name] = tuple(int(x) for x in parts[3:14])
-    return Counters(time.time(), cpu, intr, ctxt, running, blocked, mem, vm, disks)
+    return Counters(time.time(), cpu, intr, ctxt, running, blocked, mem, vm, disks, read_net(proc))
+
+
+def read_net(proc: str = "/proc") -> tuple[int, int] | None:
+    """Bytes received and sent by all interfaces but loopback (``/proc/net/dev``); None when
+    the file is missing (a container without it)."""
+    try:
+        text = _read(f"{proc}/net/dev")
+    except OSError:
+        return None
+    rx = tx = 0
+    for line in text.splitlines()[2:]:  # two header lines
+        name, sep, rest = line.partition(":")
+        fields = rest.split()
+        if not sep or name.strip() == "lo" or len(fields) < 9:
+            continue
+        rx += int(fields[0])
+        tx += int(fields[8])
+    return rx, tx
 
 
 def to_records(a: Counters, b: Counters, site: str, host: str) -> list[dict[str, Any]]:
@@ -125,7 +146,14 @@ def to_records(a: Counters, b: Counters, site: str, host: str) -> list[dict[str,
         "id": pct(idle),
         "wa": pct(iowait),
         "st": pct(steal),
+        "net_rx_kb_s": None,
+        "net_tx_kb_s": None,
     }
+    if a.net is not None and b.net is not None:
+        # a counter that went backwards (interface reset) gives no rate for the interval
+        rx, tx = (max(0, y - x) for x, y in zip(a.net, b.net, strict=True))
+        vmstat["net_rx_kb_s"] = round(rx / 1024 / dt, 2)
+        vmstat["net_tx_kb_s"] = round(tx / 1024 / dt, 2)
     disks = []
     for name, y in b.disks.items():
         x = a.disks.get(name)

@@ -106,6 +106,10 @@ IOWAIT_SHARE = {
     "remote_read_bound": 0.02,
     "init_dominated": 0.10,
 }
+# Network KiB/s a running job makes its host receive, by signature: a remote-read-bound job
+# streams its input over the network (xrootd / HTTP), the others read locally or little.
+NET_RX_KBS = {"remote_read_bound": 12_000.0}
+NET_RX_KBS_OTHER = 60.0
 
 
 @dataclass(frozen=True)
@@ -934,7 +938,10 @@ class _NodeState:
         rng = self.rng
         busy = iow = read_kbs = sys_share = 0.0
         swapping = io_saturated = False
+        # no RNG draw (the other fields keep their random sequence): a small deterministic ripple
+        rx_kbs = 30.0 + 10.0 * (ts // self.interval % 7)
         for r in running:
+            rx_kbs += NET_RX_KBS.get(r.signature, NET_RX_KBS_OTHER) if ts >= r.init_end else 0.0
             if ts < r.init_end:
                 busy += INIT_CPU_SHARE * r.cores
                 sys_share += INIT_CPU_SHARE * r.cores * 0.1
@@ -1024,6 +1031,8 @@ class _NodeState:
             "id": id_i,
             "wa": wa_i,
             "st": 0,
+            "net_rx_kb_s": round(rx_kbs, 1),
+            "net_tx_kb_s": round(0.05 * rx_kbs + 20.0 * len(running), 1),
         }
         io = {
             **base,

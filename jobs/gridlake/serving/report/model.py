@@ -38,6 +38,7 @@ SIGNATURE_COLORS = {
     "remote_read_bound": "#00798c",
     "init_dominated": "#8f6bb3",
     "mixed": "#a0a0a0",
+    "idle_or_stalled": "#5b5f97",
 }
 SITE_COLOR, GRID_COLOR, PREVIOUS_COLOR = "#1f77b4", "#ff7f0e", "#9ecae1"
 

@@ -299,10 +299,11 @@ _QUERIES = (
         SELECT site AS report_site, week, monitored_hosts, host_hours, saturated_share,
           disk_saturated_share, memory_pressure_share, classified_core_hours, share_cpu_bound,
           share_io_wait_bound, share_memory_bound, share_remote_read_bound, share_init_dominated,
-          share_mixed,
+          share_mixed, share_idle_or_stalled,
           lost_core_hours_io_wait_bound + lost_core_hours_memory_bound
             + lost_core_hours_remote_read_bound + lost_core_hours_init_dominated
-            + lost_core_hours_mixed AS lost_core_hours
+            + lost_core_hours_mixed + coalesce(lost_core_hours_idle_or_stalled, 0.0)
+            AS lost_core_hours
         FROM grid.site_io_stress_weekly
         WHERE {_WINDOW}
         ORDER BY report_site, week
@@ -484,7 +485,8 @@ _QUERIES = (
         io AS (
           SELECT site, lost_core_hours_io_wait_bound + lost_core_hours_memory_bound
             + lost_core_hours_remote_read_bound + lost_core_hours_init_dominated
-            + lost_core_hours_mixed AS io_lost_core_hours, saturated_share
+            + lost_core_hours_mixed + coalesce(lost_core_hours_idle_or_stalled, 0.0)
+            AS io_lost_core_hours, saturated_share
           FROM grid.site_io_stress_weekly WHERE week = :week
         ),
         outl AS (
@@ -565,7 +567,7 @@ _QUERIES = (
           lost_core_hours_memory_bound AS memory_bound,
           lost_core_hours_remote_read_bound AS remote_read_bound,
           lost_core_hours_init_dominated AS init_dominated, lost_core_hours_mixed AS mixed,
-          saturated_share
+          coalesce(lost_core_hours_idle_or_stalled, 0.0) AS idle_or_stalled, saturated_share
         FROM grid.site_io_stress_weekly
         WHERE week = :week
         ORDER BY site

@@ -161,7 +161,7 @@ NODE_SATURATION = Dataset(
     main_dttm_col="hour",
 )
 SIGNATURES = ("cpu_bound", "io_wait_bound", "memory_bound", "remote_read_bound",
-              "init_dominated", "mixed")  # fmt: skip
+              "init_dominated", "mixed", "idle_or_stalled")  # fmt: skip
 LIMITS = SIGNATURES[1:]
 WORKFLOW_IO = Dataset(
     "workflow_io_profile",
