@@ -13,6 +13,7 @@ command -v ss >/dev/null || need+=(iproute2)
 command -v setsid >/dev/null || need+=(util-linux)
 command -v zip >/dev/null || need+=(zip)    # the cluster's Spark jar archive (infra/cluster.sh)
 command -v curl >/dev/null || need+=(curl)  # the cluster daemons' health (REST, JMX)
+command -v perf >/dev/null || need+=(linux-perf)  # gridlake agent: hardware counters (perf stat)
 if [ ${#need[@]} -gt 0 ]; then
   echo "[gridlake] apt-get install ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

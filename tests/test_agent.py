@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -138,12 +140,57 @@ def test_agent_publishes_valid_records(kafka) -> None:
         capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "delivered 6" in out.stderr
-    recs = _consume(kafka, host, 6)
-    assert sorted(r["kind"] for r in recs) == ["iostat"] * 3 + ["vmstat"] * 3
+    assert "delivered 9" in out.stderr
+    recs = _consume(kafka, host, 9)
+    assert sorted(r["kind"] for r in recs) == ["iostat"] * 3 + ["perf"] * 3 + ["vmstat"] * 3
     for rec in recs:
         jsonschema.validate(rec, NODES_SCHEMA)
         assert rec["site"] == "TEST-SITE"
+
+
+def _agent_stdout(*extra: str, env: dict[str, str] | None = None) -> tuple[list[dict], str]:
+    out = subprocess.run(
+        [sys.executable, "-m", "gridlake.ops.cli", "agent", "--site", "S", "--host", "h.test",
+         "--interval", "1", "--count", "2", "--stdout", *extra],
+        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT, env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    recs = [json.loads(line) for line in out.stdout.splitlines()]
+    for rec in recs:
+        jsonschema.validate(rec, NODES_SCHEMA)
+    return recs, out.stderr
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="no perf on this machine")
+def test_agent_counts_instructions_and_cycles_or_says_why() -> None:
+    """This machine's real counters through perf stat -I: counted (IPC plausible), or null with
+    the reason in the record and on stderr (this project's VM: not_supported)."""
+    recs, err = _agent_stdout()
+    perf = [r for r in recs if r["kind"] == "perf"]
+    assert [r["kind"] for r in recs] == ["vmstat", "iostat", "perf"] * 2
+    for r in perf:
+        if r["counters_available"] == "yes":
+            assert r["cycles"] > 0 and 0 < r["instructions"] / r["cycles"] < 10
+        else:
+            assert r["counters_available"] in ("not_supported", "not_counted", "not_permitted")
+            assert r["instructions"] is None and r["cycles"] is None
+            assert f"counters_available={r['counters_available']}" in err
+            assert "no hardware counters on this host" in err
+
+
+def test_agent_without_perf_says_so_and_perf_off_sends_none(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path)}  # a PATH where no perf is found
+    recs, err = _agent_stdout(env=env)
+    perf = [r for r in recs if r["kind"] == "perf"]
+    assert len(perf) == 2
+    assert all(
+        (r["counters_available"], r["instructions"], r["cycles"])
+        == ("perf_not_installed", None, None)
+        for r in perf
+    )
+    assert "counters_available=perf_not_installed" in err
+    recs, err = _agent_stdout("--perf", "off")
+    assert [r["kind"] for r in recs] == ["vmstat", "iostat"] * 2 and "counters" not in err
 
 
 def _closed_port() -> int:

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from gridlake.sources.perfstat import (
     ipc_fields,
     parse,
     parse_count,
+    parse_intervals,
 )
 
 from .conftest import REALDATA
@@ -151,3 +153,40 @@ def test_this_machines_perf_is_read_whatever_it_supports(tmp_path: Path):
         assert stat.ipc is not None and 0 < stat.ipc < 10
     else:
         assert stat.ipc is None and stat.counters_available in (NOT_SUPPORTED, NOT_COUNTED)
+
+
+def test_interval_output_is_read_per_interval():
+    """perf stat -I 1000 -x, as the agent runs it: a time stamp before each CSV line."""
+    text = (
+        "     1.001170014,3000000,,cpu_core/instructions/,1000,100.00,1.50,insn per cycle\n"
+        "     1.001170014,2000000,,cpu_core/cycles/,1000,100.00,,\n"
+        "     2.002517636,<not counted>,,cpu_core/instructions/,0,0.00,,\n"
+        "     2.002517636,2100000,,cpu_core/cycles/,1000,100.00,,\n"
+        "# a comment line\n"
+    )
+    reports = parse_intervals(text)
+    assert [at for at, _ in reports] == [1.001170014, 2.002517636]
+    first, second = reports[0][1], reports[1][1]
+    assert (first.ipc, first.counters_available) == (1.5, "yes")
+    assert (second.ipc, second.counters_available) == (None, NOT_COUNTED)
+    with pytest.raises(ValueError, match="perf stat -I"):
+        parse_intervals("1.0 is not a perf line\n")
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="no perf on this machine")
+def test_this_machines_perf_intervals_are_read():
+    done = subprocess.run(
+        ["perf", "stat", "-I", "200", "-x,", "-a", "-e", "instructions,cycles", "sleep", "0.5"],
+        capture_output=True, text=True, timeout=60, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"perf stat refused here: {done.stderr[-300:]}")
+    reports = parse_intervals(done.stderr)
+    assert len(reports) >= 2
+    assert all(b > a for (a, _), (b, _) in pairwise(reports))
+    for _, stat in reports:
+        assert {event_kind(n) for n in stat.counters} == {"instructions", "cycles"}
+        if stat.counters_available == "yes":
+            assert stat.ipc is not None and 0 < stat.ipc < 10
+        else:
+            assert stat.ipc is None and stat.counters_available in (NOT_SUPPORTED, NOT_COUNTED)

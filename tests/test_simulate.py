@@ -275,10 +275,12 @@ def test_silver_rows_and_derived_columns_match_the_truth(spark, sim_grid, sim_jo
 
     folder, truth = sim_grid
     counts = truth["counts"]
-    # nodes: a vmstat and an iostat record per monitored host and interval, two disks each
+    # nodes: a vmstat, an iostat and a perf record per monitored host and interval, two disks
     samples, disks = silver_nodes_from_jsonl(spark, str(folder / "nodes.jsonl"))
     assert samples.count() == counts["nodes"] > 0
-    assert disks.count() == counts["nodes"]  # iostat records (half) x 2 devices
+    kinds = {r.kind: r["count"] for r in samples.groupBy("kind").count().collect()}
+    assert kinds == dict.fromkeys(("vmstat", "iostat", "perf"), counts["nodes"] // 3)
+    assert disks.count() == 2 * counts["nodes"] // 3  # iostat records (a third) x 2 devices
     # node samples: the planted broken ones (extra records) are rejected with their rule
     from gridlake.silver.nodes import validate_nodes
 

@@ -1,5 +1,5 @@
 -- grid.node_samples: generated from silver.node_samples's definition by `gridlake docs`; do not edit.
--- Grain: one row per host, ts and kind (vmstat | iostat).
+-- Grain: one row per host, ts and kind (vmstat | iostat | perf).
 CREATE OR REPLACE VIEW grid.node_samples (
   `site` COMMENT 'Grid site name',
   `host` COMMENT 'Worker node host name',
@@ -30,9 +30,12 @@ CREATE OR REPLACE VIEW grid.node_samples (
   `cpu_iowait` COMMENT 'iostat avg-cpu: %iowait',
   `cpu_steal` COMMENT 'iostat avg-cpu: %steal',
   `cpu_idle` COMMENT 'iostat avg-cpu: %idle',
+  `instructions` COMMENT 'perf record: instructions retired on the whole host during the interval (perf stat -a); null when the hardware counters are not available',
+  `cycles` COMMENT 'perf record: CPU cycles on the whole host during the interval; null when not available',
+  `counters_available` COMMENT 'perf record: yes, or why instructions and cycles are missing: not_supported (no hardware counters: most VMs), not_counted, not_requested, not_permitted (perf_event_paranoid), perf_not_installed',
   `sample_date` COMMENT 'UTC date of ts (partition column)'
 )
-COMMENT 'Worker-node samples, typed and validated; iostat disks are in node_disk_samples. Grain: one row per host, ts and kind (vmstat | iostat).'
+COMMENT 'Worker-node samples, typed and validated; iostat disks are in node_disk_samples; perf records carry the host\'s instructions and cycles (null, with counters_available saying why, where the host has no hardware counters). Grain: one row per host, ts and kind (vmstat | iostat | perf).'
 AS SELECT `site`,
        `host`,
        `ts`,
@@ -62,5 +65,8 @@ AS SELECT `site`,
        `cpu_iowait`,
        `cpu_steal`,
        `cpu_idle`,
+       `instructions`,
+       `cycles`,
+       `counters_available`,
        `sample_date`
 FROM silver.node_samples

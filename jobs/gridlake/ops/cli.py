@@ -855,6 +855,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-buffered", type=int, default=10_000, help="in-memory queue bound")
     s.add_argument("--flush-spool", action="store_true", help="re-send the spool and exit")
     s.add_argument("--flush-timeout", type=float, default=30.0, help="seconds to wait at exit")
+    s.add_argument(
+        "--perf", choices=("auto", "off"), default="auto",
+        help="hardware counters (instructions, cycles) from perf stat: a perf record per "
+        "interval, saying why when the host has none (default auto); off: no perf records",
+    )  # fmt: skip
     s.set_defaults(func=cmd_agent)
 
     s = sub.add_parser("formats", help="list the source formats publish --format reads")

@@ -97,7 +97,7 @@ SILVER_JOBS = Table(
         Check("between", "cores", {"min_value": 1}),
         Check("between", "wall_seconds", {"min_value": 0}),
         Check("between", "cpu_seconds", {"min_value": 0}),
-        Check("in_set", "status", {"value_set": ["success", "failed"]}),
+        Check("in_set", "status", {"value_set": list(contract("jobs").field("status").enum or ())}),
         Check("in_set", "failure_cause", {"value_set": list(FAILURE_CAUSES)}),
         Check("pair_greater_or_equal", None, {"column_A": "end_time", "column_B": "start_time"}),
         # A grid never has more than a few percent of jobs above wall x cores; more means a unit
@@ -137,8 +137,12 @@ SILVER_NODE_SAMPLES = Table(
     database="silver",
     name="node_samples",
     keys=("host", "ts", "kind"),
-    grain="one row per host, ts and kind (vmstat | iostat).",
-    description="Worker-node samples, typed and validated; iostat disks are in node_disk_samples.",
+    grain="one row per host, ts and kind (vmstat | iostat | perf).",
+    description=(
+        "Worker-node samples, typed and validated; iostat disks are in node_disk_samples; perf "
+        "records carry the host's instructions and cycles (null, with counters_available saying "
+        "why, where the host has no hardware counters)."
+    ),
     columns=(
         *_contract_columns("nodes"),
         Column("sample_date", "DATE", "UTC date of ts (partition column)"),
@@ -148,7 +152,7 @@ SILVER_NODE_SAMPLES = Table(
     checks=(
         Check("not_null", "host"),
         Check("not_null", "ts"),
-        Check("in_set", "kind", {"value_set": ["vmstat", "iostat"]}),
+        Check("in_set", "kind", {"value_set": list(contract("nodes").field("kind").enum or ())}),
         Check("between", "interval_seconds", {"min_value": 0}),
     ),
 )
@@ -201,7 +205,7 @@ SILVER_NETWORK = Table(
     checks=(
         Check("not_null", "src_host"),
         Check("not_null", "dst_host"),
-        Check("in_set", "test", {"value_set": ["latency", "throughput", "trace"]}),
+        Check("in_set", "test", {"value_set": list(contract("network").field("test").enum or ())}),
         Check("between", "packet_loss", {"min_value": 0, "max_value": 1}),
     ),
 )

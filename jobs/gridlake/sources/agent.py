@@ -7,6 +7,15 @@ and turns the deltas into one ``vmstat`` and one ``iostat`` record in the canoni
 ``schemas/grid.nodes.schema.json``.
 No subprocess per sample, no shell: a sample costs a few file reads.
 
+Hardware counters (``--perf auto``, the default): one ``perf stat -I 1000 -x, -a -e
+instructions,cycles`` runs beside the agent for its whole life (``LC_ALL=C``: no digit
+grouping); its one-second counts are summed into one ``perf`` record per interval (instructions
+and cycles of the whole host, from which IPC). Where the counters cannot be read the record still
+comes, with ``instructions`` and ``cycles`` null and ``counters_available`` saying why:
+``not_supported`` (no PMU: most VMs), ``not_counted``, ``not_permitted``
+(``kernel.perf_event_paranoid`` and no CAP_PERFMON) or ``perf_not_installed``; the agent also
+says it once on stderr. ``--perf off`` sends no perf records.
+
 Delivery: records go to Kafka through an idempotent producer that retries for as long as the
 broker is away (``message.timeout.ms`` is 0: never expire). Its in-memory queue is bounded
 (``max_buffered``); what does not fit, or fails delivery, is appended to a spool file on disk
@@ -20,9 +29,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +43,13 @@ from pathlib import Path
 from typing import Any
 
 from gridlake.settings import TOPICS, Settings, get_settings
+from gridlake.sources.perfstat import (
+    COUNTED,
+    NOT_COUNTED,
+    NOT_SUPPORTED,
+    event_kind,
+    parse_interval_line,
+)
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +132,98 @@ def read_net(proc: str = "/proc") -> tuple[int, int] | None:
     return rx, tx
 
 
-def to_records(a: Counters, b: Counters, site: str, host: str) -> list[dict[str, Any]]:
-    """The vmstat and iostat records of the interval between two readings."""
+PERF_EVENTS = "instructions,cycles"
+NOT_PERMITTED = "not_permitted"
+PERF_NOT_INSTALLED = "perf_not_installed"
+_DENIED = ("perf_event_paranoid", "Permission denied", "Access to performance monitoring")
+
+
+class PerfSampler:
+    """The host's instructions and cycles, from one long-running ``perf stat -I`` (see the
+    module's docstring). ``take()`` returns what was counted since the previous call."""
+
+    def __init__(self, perf: str = "perf", tick_ms: int = 1000) -> None:
+        self._lock = threading.Lock()
+        self._totals: dict[str, float] = {}
+        self._last: dict[str, str] = {}  # event -> the status of its latest line
+        self._errors: list[str] = []
+        self._proc: subprocess.Popen[str] | None = None
+        self.fixed_status: str | None = None
+        exe = shutil.which(perf)
+        if exe is None:
+            self.fixed_status = PERF_NOT_INSTALLED
+            return
+        env = {**os.environ, "LC_ALL": "C"}
+        cmd = [exe, "stat", "-I", str(tick_ms), "-x,", "-a", "-e", PERF_EVENTS]
+        self._proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True, name="perf-stat")
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        for line in self._proc.stderr:
+            found = parse_interval_line(line)
+            with self._lock:
+                if found is None:
+                    if line.strip():
+                        self._errors.append(line.strip())
+                    continue
+                _, counter = found
+                kind = event_kind(counter.event)
+                self._last[counter.event] = counter.status
+                if counter.value is not None:
+                    self._totals[kind] = self._totals.get(kind, 0.0) + counter.value
+
+    def status(self) -> str:
+        """Why there are no counts (or ``yes``), from what perf said so far."""
+        if self.fixed_status is not None:
+            return self.fixed_status
+        with self._lock:
+            statuses, errors = set(self._last.values()), list(self._errors)
+        if any(any(d in e for d in _DENIED) for e in errors):
+            return NOT_PERMITTED
+        for status in (NOT_SUPPORTED, NOT_COUNTED):
+            if status in statuses:
+                return status
+        if COUNTED in statuses:
+            return "yes"
+        if self._proc is not None and self._proc.poll() is not None:
+            return NOT_PERMITTED if errors else NOT_COUNTED
+        return NOT_COUNTED  # perf has not finished its first second yet
+
+    def take(self) -> dict[str, Any]:
+        """``instructions``, ``cycles`` and ``counters_available`` since the last call."""
+        status = self.status()
+        with self._lock:
+            totals, self._totals = self._totals, {}
+        counted = status == "yes" and "instructions" in totals and "cycles" in totals
+        return {
+            "instructions": totals["instructions"] if counted else None,
+            "cycles": totals["cycles"] if counted else None,
+            "counters_available": status if counted or status != "yes" else NOT_COUNTED,
+        }
+
+    def detail(self) -> str:
+        with self._lock:
+            return "; ".join(self._errors[-3:])
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+def to_records(
+    a: Counters, b: Counters, site: str, host: str, perf: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The vmstat and iostat records of the interval between two readings (and the perf record
+    when ``perf`` holds the interval's counters, see ``PerfSampler.take``)."""
     dt = max(b.at - a.at, 1e-6)
     d = [y - x for x, y in zip(a.cpu, b.cpu, strict=True)]
     total = max(sum(d), 1)
@@ -185,7 +294,9 @@ def to_records(a: Counters, b: Counters, site: str, host: str) -> list[dict[str,
         "cpu_idle": pct(idle),
         "disks": disks,
     }
-    return [vmstat, iostat]
+    if perf is None:
+        return [vmstat, iostat]
+    return [vmstat, iostat, {**base, "kind": "perf", **perf}]
 
 
 @dataclass
@@ -308,6 +419,7 @@ def run(
     sink: Callable[[list[str]], bool],
     proc: str = "/proc",
     on_tick: Callable[[], None] | None = None,
+    perf: PerfSampler | None = None,
 ) -> int:
     """Sample every ``interval`` seconds (``count`` intervals, or until SIGTERM/SIGINT)."""
     stop = False
@@ -319,14 +431,30 @@ def run(
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     prev = read_counters(proc)
+    if perf is not None:
+        perf.take()  # counts from before the first interval belong to no record
     next_at = prev.at + interval
     n = 0
+    said = False
     while not stop and (count is None or n < count):
         delay = next_at - time.time()
         if delay > 0:
             time.sleep(delay)
         cur = read_counters(proc)
-        lines = [json.dumps(r, separators=(",", ":")) for r in to_records(prev, cur, site, host)]
+        counts = perf.take() if perf is not None else None
+        if perf is not None and counts is not None and not said:
+            if counts["counters_available"] != "yes":
+                why = perf.detail()
+                print(
+                    "gridlake agent: no hardware counters on this host "
+                    f"(counters_available={counts['counters_available']}"
+                    + (f": {why}" if why else "")
+                    + "); perf records carry null instructions and cycles",
+                    file=sys.stderr,
+                )
+            said = True
+        records = to_records(prev, cur, site, host, counts)
+        lines = [json.dumps(r, separators=(",", ":")) for r in records]
         if not sink(lines):
             print("gridlake agent: broker away and spool full; stopping", file=sys.stderr)
             return 3
@@ -344,16 +472,27 @@ def main(args: Any) -> int:
         int(args.max_spool_mb * 1024 * 1024),
     )
     host = args.host or socket.getfqdn()
-    if args.stdout:
-        return run(args.interval, args.count, args.site, host, _print_sink)
-    pub = Publisher(settings, spool, args.max_buffered)
-    if args.flush_spool:
+    if getattr(args, "flush_spool", False):
+        pub = Publisher(settings, spool, args.max_buffered)
         pub.send(spool.take())
         left = pub.flush(args.flush_timeout)
         print(f"delivered {pub.delivered}, left in spool {pub.spooled if left else 0}")
         return 0 if not left else 1
-    pub.resend_spool()
-    status = run(args.interval, args.count, args.site, host, pub.send, on_tick=pub.resend_spool)
+    # perf's own interval: at most half the agent's, so that every record gets counts
+    tick_ms = max(100, min(1000, int(args.interval * 500)))
+    perf = PerfSampler(tick_ms=tick_ms) if getattr(args, "perf", "auto") != "off" else None
+    try:
+        if args.stdout:
+            return run(args.interval, args.count, args.site, host, _print_sink, perf=perf)
+        pub = Publisher(settings, spool, args.max_buffered)
+        pub.resend_spool()
+        status = run(
+            args.interval, args.count, args.site, host, pub.send, on_tick=pub.resend_spool,
+            perf=perf,
+        )  # fmt: skip
+    finally:
+        if perf is not None:
+            perf.close()
     left = pub.flush(args.flush_timeout)
     print(
         f"gridlake agent: delivered {pub.delivered}, spooled {pub.spooled}"

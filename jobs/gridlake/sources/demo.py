@@ -18,7 +18,10 @@ that the warehouse finds it again:
   several threads);
 - ``congested_path``: one ordered site pair whose link runs close to capacity in the busy hours,
   with higher one-way delay, packet loss and retransmits and lower throughput;
-- ``memory_pressure``: one monitored host swapping during a few hours of the node window.
+- ``memory_pressure``: one monitored host swapping during a few hours of the node window;
+- ``ipc``: instructions per cycle by microarchitecture and job type (the simulator's
+  ``planted_ipc``), in a ``perf`` record per node sample; hosts of virtual sites say
+  ``not_supported``, as perf does on most VMs.
 
 Stdlib only and deterministic: the same arguments give the same bytes.
 """
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from gridlake.sources import synth
+from gridlake.sources.simulate import CLOCK_HZ, IPC_NOISE, planted_ipc
 
 # --------------------------------------------------------------------------------------------
 # Constants
@@ -529,11 +533,15 @@ def _generate_nodes(
             alloc = 0.9
             swpd = rng.randrange(0, 200_000)
             jobs_here = by_host.get(host.name, [])
+            arch = CPU_MODELS[host.cpu_model][0]
+            # the perf record's noise has a generator of its own: the other fields are unchanged
+            ipc_rng = random.Random(f"demo-ipc|{host.name}")
             for k in range(n_samples):
                 ts = window_start + (k + 1) * NODE_INTERVAL_SECONDS
                 t0 = ts - NODE_INTERVAL_SECONDS
                 alloc = synth.clip(0.9 + 0.7 * (alloc - 0.9) + rng.gauss(0, 0.02), 0.6, 1.0)
                 job_alloc = job_busy = job_wait = 0.0
+                busy_by_type: dict[str, float] = {}
                 for a in jobs_here:
                     overlap = min(ts, a.end) - max(t0, a.start)
                     if overlap <= 0 or a.end <= a.start:
@@ -543,6 +551,8 @@ def _generate_nodes(
                     used = a.cpu / wall  # cores busy on average (may exceed cores: outliers)
                     job_alloc += a.cores * frac
                     job_busy += used * frac
+                    jt = a.record["job_type"]
+                    busy_by_type[jt] = busy_by_type.get(jt, 0.0) + used * frac
                     idle = max(0.0, a.cores - used)
                     job_wait += idle * a.io_share * bg_local_io * frac
                 bg_alloc = max(0.0, alloc * ncpu - job_alloc)
@@ -650,7 +660,25 @@ def _generate_nodes(
                         "disks": disks,
                     }
                 )
+                records.append({**base, **_perf_fields(site, arch, busy_by_type, ipc_rng)})
     return records
+
+
+def _perf_fields(
+    site: SiteSpec, arch: str, busy_by_type: dict[str, float], rng: random.Random
+) -> dict[str, Any]:
+    """The host's perf record: on a VM (a virtual site) perf says <not supported>; otherwise the
+    recorded jobs' cycles (busy cores x 2.5 GHz) at the simulator's planted IPC of their job
+    type on the host's microarchitecture, +-3%. The background load of the node is left out of
+    the counters (it has no job records to attribute it to)."""
+    if site.virtual:
+        return {"kind": "perf", "instructions": None, "cycles": None,
+                "counters_available": "not_supported"}  # fmt: skip
+    cycles = {jt: busy * CLOCK_HZ * NODE_INTERVAL_SECONDS for jt, busy in busy_by_type.items()}
+    instructions = sum(c * planted_ipc(arch, jt) for jt, c in cycles.items())
+    instructions *= 1.0 + rng.gauss(0.0, IPC_NOISE)
+    return {"kind": "perf", "instructions": round(instructions),
+            "cycles": round(sum(cycles.values())), "counters_available": "yes"}  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -817,6 +845,10 @@ def generate_week(
         "efficiency_target": targets,
         "multicore_efficiency_factor": MULTICORE_EFFICIENCY_FACTOR,
         "reference_cpu_model": REFERENCE_CPU_MODEL,
+        "ipc": {  # planted in the perf records of hosts outside the virtual sites
+            arch: {jt: planted_ipc(arch, jt) for jt in JOB_TYPES}
+            for arch in sorted({m[0] for m in CPU_MODELS.values()})
+        },
         "cpu_models": {
             m: {"microarchitecture": arch, "ncpu": n, "hs23_per_core": hs}
             for m, (arch, n, hs) in CPU_MODELS.items()

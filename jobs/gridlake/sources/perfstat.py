@@ -207,6 +207,30 @@ def parse_csv(text: str, sep: str = ",") -> PerfStat:
     return stat
 
 
+def parse_interval_line(line: str, sep: str = ",") -> tuple[float, Counter] | None:
+    """One line of ``perf stat -I <ms> -x<sep>``: (seconds since perf started, the counter), or
+    None for anything else (a comment, a blank line, what the command itself printed)."""
+    stamp, _, rest = line.strip().partition(sep)
+    try:
+        at = float(stamp)
+        stat = parse_csv(rest, sep)
+    except ValueError:
+        return None
+    return at, next(iter(stat.counters.values()))
+
+
+def parse_intervals(text: str, sep: str = ",") -> list[tuple[float, PerfStat]]:
+    """``perf stat -I <ms> -x<sep>`` output: one report per interval end, in order."""
+    reports: dict[float, PerfStat] = {}
+    for line in text.splitlines():
+        if (found := parse_interval_line(line, sep)) is not None:
+            at, counter = found
+            reports.setdefault(at, PerfStat()).counters[counter.event] = counter
+    if not reports:
+        raise ValueError(f"not perf stat -I -x{sep} output: no line 'time{sep}count{sep}unit...'")
+    return sorted(reports.items())
+
+
 def parse(text: str) -> PerfStat:
     """Either form, told apart by the text report's header line."""
     if "Performance counter stats for" in text:

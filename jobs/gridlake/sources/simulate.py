@@ -63,6 +63,7 @@ import json
 import math
 import random
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -110,6 +111,21 @@ IOWAIT_SHARE = {
 # streams its input over the network (xrootd / HTTP), the others read locally or little.
 NET_RX_KBS = {"remote_read_bound": 12_000.0}
 NET_RX_KBS_OTHER = 60.0
+# Instructions per cycle by job type on Haswell and Ivy Bridge: seed 003's measurements
+# (domain.md) for the four job types it measured; merge and analysis (not measured, I/O-heavy
+# and interpreted code) are planted lower. Other microarchitectures: Haswell's figure times a
+# fixed factor of the microarchitecture (planted_ipc).
+IPC_TABLE = {
+    "evgen": (1.59, 1.58),  # CMS Gen
+    "simul": (1.43, 0.92),  # ATLAS Sim 19.2 (Geant4: ~50% faster on Haswell)
+    "pile": (1.66, 1.53),  # CMS Digi+HLT
+    "reprocessing": (1.55, 1.40),  # CMS Reco
+    "merge": (1.05, 0.98),
+    "analysis": (1.25, 1.12),
+}
+IPC_NOISE = 0.03  # relative, per host sample
+CLOCK_HZ = 2.5e9
+VM_HOST_SHARE = 10  # one monitored host in ten is a VM: perf says <not supported>
 
 
 @dataclass(frozen=True)
@@ -199,6 +215,22 @@ THROUGHPUT_DROP_FACTOR = 0.3
 # --------------------------------------------------------------------------------------------
 # Model functions (also used by tests and by the truth file)
 # --------------------------------------------------------------------------------------------
+
+
+def planted_ipc(microarchitecture: str, job_type: str) -> float:
+    """The IPC the simulator plants for a job type on a microarchitecture."""
+    haswell, ivy = IPC_TABLE[job_type]
+    if microarchitecture == "Haswell":
+        return haswell
+    if microarchitecture == "Ivy Bridge":
+        return ivy
+    scale = 0.85 + 0.4 * zlib.crc32(microarchitecture.encode()) / 2**32
+    return round(haswell * scale, 4)
+
+
+def has_counters(host: str) -> bool:
+    """Whether a simulated host exposes hardware counters (one in VM_HOST_SHARE is a VM)."""
+    return zlib.crc32(host.encode()) % VM_HOST_SHARE != 0
 
 
 def amdahl_parallel_efficiency(cores: int, serial_fraction: float) -> float:
@@ -442,6 +474,7 @@ class _Run:
     signature: str
     system_fraction: float
     read_kbs: float
+    job_type: str = ""
 
 
 @dataclass
@@ -583,6 +616,7 @@ class Simulation:
             signature,
             spec.system_fraction,
             read_bytes / 1024 / max(1.0, payload_part),
+            task.job_type,
         )
         truth = {
             "job_id": job_id,
@@ -682,6 +716,7 @@ class Simulation:
             _NodeState(
                 site,
                 host,
+                model.microarchitecture,
                 rng,
                 g.config.node_interval,
                 g.range_start,
@@ -887,10 +922,16 @@ class _NodeState:
     """vmstat/iostat state of one monitored host; samples follow the attempts running on it."""
 
     def __init__(
-        self, site: Site, host: str, rng: random.Random, interval: int, t0: int,
-        bad_share: float = 0.0, seed: int = 0, bad_records: list[dict[str, str]] | None = None,
+        self, site: Site, host: str, microarchitecture: str, rng: random.Random, interval: int,
+        t0: int, bad_share: float = 0.0, seed: int = 0,
+        bad_records: list[dict[str, str]] | None = None,
     ) -> None:  # fmt: skip
         self.site, self.host, self.rng, self.interval = site, host, rng, interval
+        # Hardware counters: planted IPC per job type, noise from a generator of its own (so
+        # that the other fields keep their random sequence)
+        self.microarchitecture = microarchitecture
+        self.counters = has_counters(host)
+        self.ipc_rng = random.Random(f"{seed}|ipc|{host}")
         # Planted bad samples are extra records (a garbled copy one second after a good one),
         # drawn from a generator of their own: planting them moves nothing else.
         self.bad_share, self.bad_records = bad_share, bad_records
@@ -908,7 +949,8 @@ class _NodeState:
             ts = self.next_ts
             running = [r for r in active if r.start <= ts < r.end]
             out.write(self._samples(ts, running))
-            counts["nodes"] = counts.get("nodes", 0) + 2
+            out.write(self._perf(ts, running))
+            counts["nodes"] = counts.get("nodes", 0) + 3
             if self.bad_rng is not None and self.bad_rng.random() < self.bad_share:
                 out.write(self._bad_sample(ts))
                 counts["bad_nodes"] = counts.get("bad_nodes", 0) + 1
@@ -933,6 +975,37 @@ class _NodeState:
         key = f"{self.host}|{rec['ts']}|{rec['kind']}"
         self.bad_records.append({"topic": "grid.nodes", "key": key, "rule": rule})
         return synth.dumps(rec) + "\n"
+
+    def _perf(self, ts: int, running: list[_Run]) -> str:
+        """The host's perf record: cycles of each running attempt (its busy cores x clock) at
+        its job type's planted IPC, with a little noise; a VM says <not supported>."""
+        rec: dict[str, Any] = {
+            "site": self.site.name, "host": self.host, "ts": synth.ts(ts),
+            "interval_seconds": self.interval, "kind": "perf",
+        }  # fmt: skip
+        if not self.counters:
+            return (
+                synth.dumps(
+                    {
+                        **rec,
+                        "instructions": None,
+                        "cycles": None,
+                        "counters_available": "not_supported",
+                    }
+                )
+                + "\n"
+            )
+        cycles = instructions = 0.0
+        for r in running:
+            busy = INIT_CPU_SHARE * r.cores if ts < r.init_end else r.cores * r.eff
+            c = busy * CLOCK_HZ * self.interval
+            cycles += c
+            instructions += c * planted_ipc(self.microarchitecture, r.job_type)
+        instructions *= 1.0 + self.ipc_rng.gauss(0.0, IPC_NOISE)
+        return synth.dumps(
+            {**rec, "instructions": round(instructions), "cycles": round(cycles),
+             "counters_available": "yes"}
+        ) + "\n"  # fmt: skip
 
     def _samples(self, ts: int, running: list[_Run]) -> str:
         rng = self.rng
@@ -1330,6 +1403,11 @@ def _truth(sim: Simulation, network: dict[str, Any]) -> dict[str, Any]:
             for m in g.models
         },
         "job_types": job_types,
+        # planted IPC of every microarchitecture in the grid, by job type
+        "ipc": {
+            arch: {jt: planted_ipc(arch, jt) for jt in JOB_TYPES}
+            for arch in sorted({m.microarchitecture for m in g.models})
+        },
         "true_cost": true_costs(g, sim.host_models),
         "start_failure_modes": list(START_FAILURE_MODES),
         "exit_codes": EXIT_CODES,

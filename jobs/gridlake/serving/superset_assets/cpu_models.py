@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from gridlake.serving.superset_assets.datasets import CPU_EFFICIENCY, MISMATCH, SPEED_FACTORS
+from gridlake.serving.superset_assets.datasets import (
+    CPU_EFFICIENCY,
+    IPC,
+    MISMATCH,
+    SPEED_FACTORS,
+)
 from gridlake.serving.superset_assets.spec import Chart, Dashboard
 
 CPU_MODELS = Dashboard(
@@ -90,6 +95,23 @@ CPU_MODELS = Dashboard(
                 series=("microarchitecture",),
                 number_format=".0%",
                 width=8,
+                options={"show_values": True},
+            ),
+        ),
+        (
+            Chart(
+                "ipc_by_architecture",
+                "Instructions per cycle by microarchitecture and job type",
+                "Why speed factors differ by workload: IPC fitted from the hosts' hardware "
+                "counters (perf) and the jobs that ran on them. Hosts without counters (VMs) are "
+                "not in it.",
+                IPC,
+                "heatmap",
+                metrics=("ipc",),
+                x="job_type",
+                series=("microarchitecture",),
+                number_format=".2f",
+                width=12,
                 options={"show_values": True},
             ),
         ),

@@ -292,6 +292,17 @@ CPU_EFFICIENCY = Dataset(
     ),
     table=_gold("cpu_model_efficiency"),
 )
+IPC = Dataset(
+    "ipc_by_microarchitecture",
+    "grid",
+    "Instructions per cycle of each job type on each microarchitecture, from the hosts' "
+    "hardware counters (hosts without counters, most VMs, count nowhere).",
+    (
+        _m("ipc", "MAX(ipc)", "IPC", ".2f"),
+        _m("samples", "SUM(samples)", "perf samples", ",d"),
+    ),
+    table=_gold("ipc_by_microarchitecture"),
+)
 SPEED_ANOMALIES = Dataset(
     "site_speed_anomalies",
     "site",
@@ -445,5 +456,5 @@ ALERTS = Dataset(
 DATASETS: tuple[Dataset, ...] = (
     SITE_EFFICIENCY, SITE_JOBTYPE, OUTLIERS, ALARMS, COST_MATRIX, LINK_HOURLY, NODE_SATURATION,
     WORKFLOW_IO, SITE_IO, SPEED_FACTORS, MISMATCH, CPU_EFFICIENCY, SPEED_ANOMALIES, FAILURES,
-    JOB_LENGTH, MULTICORE, MEMORY_PER_THREAD, SITE_LINKS, ALERTS, FAILURE_CAUSES,
+    JOB_LENGTH, MULTICORE, MEMORY_PER_THREAD, SITE_LINKS, ALERTS, FAILURE_CAUSES, IPC,
 )  # fmt: skip
