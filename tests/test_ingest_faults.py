@@ -49,6 +49,9 @@ def _watermark_total(bootstrap: str, topic: str) -> int:
         c.close()
 
 
+# nightly: ~100 s of make test's longest lane; make test's fault trials (tests/faults, short
+# form) SIGKILL ingest at a seeded random moment and check bronze against the broker's offsets
+@pytest.mark.nightly
 def test_crash_mid_ingest_then_restart_is_exactly_once(spark, kafka, jobs_published) -> None:
     """SIGKILL `gridlake ingest` after its first committed micro-batch, restart, count."""
     from gridlake.sources.publish import publish_files

@@ -34,12 +34,22 @@ def test_iostat_disks_explode_one_row_per_device(spark) -> None:
         "kind": "vmstat", "us": 40, "wa": 35, "b": 6, "si": 0, "so": 0,
     }  # fmt: skip
     bad = {**vmstat, "kind": "top"}
-    v = validate_nodes(_bronze(spark, [iostat, vmstat, bad]))
-    assert [r._reasons for r in v.orderBy("offset").collect()][2] == [
-        "invalid value: kind not in ['vmstat', 'iostat']"
+    perf = {
+        "site": "S", "host": "wn1", "ts": "2026-11-16T10:00:00Z", "interval_seconds": 60,
+        "kind": "perf", "instructions": None, "cycles": None,
+        "counters_available": "not_supported",
+    }  # fmt: skip
+    bad_perf = {**perf, "counters_available": "maybe"}
+    v = validate_nodes(_bronze(spark, [iostat, vmstat, bad, perf, bad_perf]))
+    reasons = [r._reasons for r in v.orderBy("offset").collect()]
+    assert reasons[2] == ["invalid value: kind not in ['vmstat', 'iostat', 'perf']"]
+    assert reasons[3] == []
+    assert reasons[4] == [
+        "invalid value: counters_available not in ['yes', 'not_supported', 'not_counted', "
+        "'not_requested', 'not_permitted', 'perf_not_installed']"
     ]
     clean = clean_node_rows(v, "b")
-    assert clean.count() == 2
+    assert clean.count() == 3
     disks = {r.device: r for r in explode_disks(clean).collect()}
     assert set(disks) == {"sda", "sdb"}
     assert disks["sda"].util_pct == 97.5
