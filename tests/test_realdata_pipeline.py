@@ -211,7 +211,7 @@ HPC_LOGS = {
     "SDSC-BLUE": REALDATA / "pwa-sdsc-blue-2000-swf" / "SDSC-BLUE-2000-4.2-cln.swf.gz",
 }
 # Job lines of each log taken by make test (the header and the first N jobs);
-# GRIDLAKE_HPC_JOBS=all takes the whole logs (202,871 and 243,306 jobs; not yet run to its end).
+# GRIDLAKE_HPC_JOBS=all (make test-realdata) takes the whole logs (202,871 and 243,306 jobs).
 HPC_JOBS = os.environ.get("GRIDLAKE_HPC_JOBS", "4000")
 
 
