@@ -68,3 +68,13 @@ def test_valid_canonical_record_passes_and_bad_one_fails_jsonschema() -> None:
     v = jsonschema.Draft202012Validator(doc)
     assert not list(v.iter_errors(GOOD))
     assert list(v.iter_errors({**GOOD, "cores": 0}))
+
+
+def test_a_column_comment_longer_than_the_metastore_keeps_is_refused_at_declaration() -> None:
+    # COLUMNS_V2.COMMENT is a VARCHAR(256): a longer comment made Derby refuse the CREATE TABLE
+    # ten times, 2 s apart, in every new warehouse (silver.jobs.failure_cause, 356 characters).
+    from gridlake.tabledef import COMMENT_MAX, Column
+
+    Column("ok", "STRING", "x" * COMMENT_MAX)
+    with pytest.raises(ValueError, match=f"metastore keeps {COMMENT_MAX}"):
+        Column("too_long", "STRING", "x" * (COMMENT_MAX + 1))

@@ -16,12 +16,25 @@ from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from gridlake.settings import Settings, get_settings
 
 
+COMMENT_MAX = 256  # the Hive metastore's COLUMNS_V2.COMMENT
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
     ddl_type: str
     comment: str
     nullable: bool = True
+
+    def __post_init__(self) -> None:
+        # The Hive metastore keeps a column comment in a VARCHAR(256) (COLUMNS_V2.COMMENT): a
+        # longer one fails its INSERT ten times, two seconds apart, before Spark falls back to
+        # its own format that Hive clients cannot read.
+        if len(self.comment) > COMMENT_MAX:
+            raise ValueError(
+                f"column {self.name}: its comment has {len(self.comment)} characters, the "
+                f"metastore keeps {COMMENT_MAX}: {self.comment[:60]}..."
+            )
 
 
 @dataclass(frozen=True)

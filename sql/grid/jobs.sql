@@ -41,7 +41,7 @@ CREATE OR REPLACE VIEW grid.jobs (
   `hs23_per_core` COMMENT 'HEPscore23 per core: declared by the job, else measured for the model (HEPiX)',
   `hs23_source` COMMENT 'declared-hs23 | declared-hs06 (taken 1:1) | reference',
   `hs23_core_hours` COMMENT 'hs23_per_core x cores_wall_seconds / 3600',
-  `failure_cause` COMMENT 'Why the attempt failed (success | application_error | memory_exceeded | walltime_exceeded | evicted_or_preempted | input_read_failure | stage_out_failure | node_or_infrastructure | cancelled | unknown), by gridlake\'s shipped rules when the row was refined; gold.failure_causes_weekly applies the rules in force (gold.failure_cause_rules, operator-editable)'
+  `failure_cause` COMMENT 'success | application_error | memory_exceeded | walltime_exceeded | evicted_or_preempted | input_read_failure | stage_out_failure | node_or_infrastructure | cancelled | unknown: shipped rules at refine (gold.failure_causes_weekly: rules in force)'
 )
 COMMENT 'Finished job attempts, typed and validated, with derived efficiency columns. Grain: one row per job attempt (job_id); re-sent records update the row, never duplicate it.'
 AS SELECT `job_id`,

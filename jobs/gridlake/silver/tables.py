@@ -77,11 +77,10 @@ SILVER_JOBS = Table(
         Column(
             "failure_cause",
             "STRING",
-            "Why the attempt failed (success | application_error | memory_exceeded | "
-            "walltime_exceeded | evicted_or_preempted | input_read_failure | stage_out_failure | "
-            "node_or_infrastructure | cancelled | unknown), by gridlake's shipped rules when the "
-            "row was refined; gold.failure_causes_weekly applies the rules in force "
-            "(gold.failure_cause_rules, operator-editable)",
+            "success | application_error | memory_exceeded | walltime_exceeded | "
+            "evicted_or_preempted | input_read_failure | stage_out_failure | "
+            "node_or_infrastructure | cancelled | unknown: shipped rules at refine "
+            "(gold.failure_causes_weekly: rules in force)",
         ),
         *_LINEAGE,
     ),
