@@ -99,9 +99,13 @@ def test_publish_htcondor_with_millisecond_dates_lists_the_bad_ads_and_delivers_
 
 LPC_EGEE = REALDATA / "pwa-lpc-egee-2004-swf" / "LPC-EGEE-2004-1.2-cln.part1_2004-09_2005-01.swf.gz"
 LPC_JOBS = 134_667  # job lines in the file (its SOURCE.txt; the header's comment lines aside)
+# The job lines each trace gives make test (its header and first N jobs: ~5 of the LPC trace's
+# 20 weeks); GRIDLAKE_REALDATA_JOBS=all (make test-realdata) takes the whole files.
+REALDATA_JOBS = os.environ.get("GRIDLAKE_REALDATA_JOBS", "")
+LPC_HEAD = None if REALDATA_JOBS == "all" else int(REALDATA_JOBS or 30_000)
 
 
-def _lpc_by_week_and_group():  # -> pandas.DataFrame
+def _lpc_by_week_and_group(path, jobs: int):  # -> (pandas.DataFrame, int)
     """The weekly CPU and core hours per group computed from the raw file with pandas alone:
     SWF fields 2 submit, 3 wait, 4 run, 5 processors (8 requested when 5 is unknown), 6 CPU
     per processor, 11 status, 13 group; times after the header's UnixStartTime (UTC epoch).
@@ -111,11 +115,11 @@ def _lpc_by_week_and_group():  # -> pandas.DataFrame
 
     start = next(
         int(line.split(":", 1)[1])
-        for line in __import__("gzip").open(LPC_EGEE, "rt")
+        for line in open(path)  # noqa: SIM115
         if line.startswith(";") and "UnixStartTime" in line
     )
-    raw = pd.read_csv(LPC_EGEE, sep=r"\s+", comment=";", header=None, dtype="int64")
-    assert len(raw) == LPC_JOBS
+    raw = pd.read_csv(path, sep=r"\s+", comment=";", header=None, dtype="int64")
+    assert len(raw) == jobs
     f = {i: raw[i - 1] for i in range(1, 19)}
     procs = f[5].where(f[5] > 0, f[8])
     kept = (f[2] >= 0) & (f[3] >= 0) & (f[4] >= 0) & (f[6] >= 0) & f[11].isin([0, 1, 5])
@@ -135,30 +139,36 @@ def _lpc_by_week_and_group():  # -> pandas.DataFrame
 
 
 @pytest.fixture(scope="module")
-def lpc_egee(spark, kafka):
+def lpc_egee(spark, kafka, tmp_path_factory):
     if not LPC_EGEE.is_file():
         pytest.skip(f"real trace not found at {LPC_EGEE}")
     from gridlake.bronze.ingest import ingest
     from gridlake.gold.analyze import analyze
     from gridlake.silver.refine import refine
 
-    out = gridlake_cli(
-        "publish", "--quiet", "--format", "swf", "--opt", "site=LPC-EGEE", str(LPC_EGEE)
-    )
+    head, jobs = _swf_head(LPC_EGEE, tmp_path_factory.mktemp("lpc"), LPC_HEAD)
+    out = gridlake_cli("publish", "--quiet", "--format", "swf", "--opt", "site=LPC-EGEE", str(head))
     ingest(spark, ("jobs",))
     refine(spark, "jobs")
     analyze(spark, groups=("site_efficiency",), skip_current=True)
-    return out
+    return out, head, jobs
 
 
 def test_every_job_of_the_real_grid_trace_is_accounted_for(lpc_egee, spark) -> None:
-    """Each of the file's 134,667 jobs is in silver once, or in quarantine with its reason, or
-    dead-lettered at publish with its reason; counts reconcile."""
+    """Each job of the trace (its first LPC_HEAD in make test, the file's 134,667 in make
+    test-realdata) is in silver once, or in quarantine with its reason, or dead-lettered at
+    publish with its reason; counts reconcile with pandas on the raw lines."""
     from gridlake.catalog import QUARANTINE_JOBS, SILVER_JOBS
 
-    assert lpc_egee.returncode == 1, lpc_egee.stderr[-2000:]  # some records could not be mapped
-    assert "grid.jobs: 124618 published, 10049 dead-lettered" in lpc_egee.stdout, lpc_egee.stdout
-    assert "0 delivery errors" in lpc_egee.stdout
+    out, head, jobs = lpc_egee
+    expected, not_kept = _lpc_by_week_and_group(head, jobs)
+    kept = int(expected["jobs"].sum())
+    assert kept + not_kept == jobs and not_kept > 0
+    assert out.returncode == 1, out.stderr[-2000:]  # some records could not be mapped
+    assert f"grid.jobs: {kept} published, {not_kept} dead-lettered" in out.stdout, out.stdout
+    assert "0 delivery errors" in out.stdout
+    if LPC_HEAD is None:  # the whole file, as its SOURCE.txt counts it
+        assert (jobs, kept, not_kept) == (LPC_JOBS, 124_618, 10_049)
     ours = F.col("job_id").startswith("LPC-EGEE:")
     silver = spark.read.format("delta").load(SILVER_JOBS.path()).where(ours)
     assert silver.count() == silver.select("job_id").distinct().count()
@@ -167,10 +177,8 @@ def test_every_job_of_the_real_grid_trace_is_accounted_for(lpc_egee, spark) -> N
         .where(F.col("raw").contains('"site":"LPC-EGEE"'))
         .count()
     )  # fmt: skip
-    assert silver.count() + quarantined + 10_049 == LPC_JOBS
-    _, not_kept = _lpc_by_week_and_group()
-    assert not_kept == 10_049  # the independent count of jobs without run or CPU time
-    assert quarantined == 0
+    assert silver.count() + quarantined + not_kept == jobs
+    assert silver.count() == kept and quarantined == 0
 
 
 def test_gold_weekly_cpu_and_wall_per_group_equal_the_raw_files(lpc_egee, spark) -> None:
@@ -178,7 +186,8 @@ def test_gold_weekly_cpu_and_wall_per_group_equal_the_raw_files(lpc_egee, spark)
     group (the VO) equal a computation from the raw file with pandas (floats to 1e-9)."""
     from gridlake.gold.site_efficiency import GOLD_SITE_EFFICIENCY_WEEKLY
 
-    expected, _ = _lpc_by_week_and_group()
+    _, head, jobs = lpc_egee
+    expected, _ = _lpc_by_week_and_group(head, jobs)
     gold = (
         spark.read.format("delta").load(GOLD_SITE_EFFICIENCY_WEEKLY.path())
         .where(F.col("site") == "LPC-EGEE")
@@ -188,7 +197,7 @@ def test_gold_weekly_cpu_and_wall_per_group_equal_the_raw_files(lpc_egee, spark)
     got = {(r.week, r.vo): r for r in gold}
     want = {(r.week, r.vo): r for r in expected.itertuples()}
     assert set(got) == set(want)
-    assert len(got) > 50  # ~20 weeks x several groups
+    assert len(got) > (50 if LPC_HEAD is None else 10)  # weeks x several groups
     for key, w in want.items():
         g = got[key]
         assert g.jobs == w.jobs, key
@@ -196,6 +205,8 @@ def test_gold_weekly_cpu_and_wall_per_group_equal_the_raw_files(lpc_egee, spark)
         assert g.core_hours == pytest.approx(w.core_hours, rel=1e-9, abs=1e-12), key
         if w.core_hours > 0:
             assert g.cpu_efficiency == pytest.approx(w.cpu_hours / w.core_hours, rel=1e-9), key
+    if LPC_HEAD is not None:
+        return
     # the whole trace, as its SOURCE.txt states it over jobs with CPU and wall > 0: 0.894
     cpu = sum(w.cpu_hours for w in want.values())
     core = sum(w.core_hours for w in want.values())
@@ -210,17 +221,17 @@ HPC_LOGS = {
     "HPC2N": REALDATA / "pwa-hpc2n-2002-swf" / "HPC2N-2002-2.2-cln.swf.gz",
     "SDSC-BLUE": REALDATA / "pwa-sdsc-blue-2000-swf" / "SDSC-BLUE-2000-4.2-cln.swf.gz",
 }
-# Job lines of each log taken by make test (the header and the first N jobs);
-# GRIDLAKE_HPC_JOBS=all (make test-realdata) takes the whole logs (202,871 and 243,306 jobs).
-HPC_JOBS = os.environ.get("GRIDLAKE_HPC_JOBS", "4000")
+# make test takes each log's header and first N jobs; GRIDLAKE_REALDATA_JOBS=all (make
+# test-realdata) the whole logs (202,871 and 243,306 jobs).
+HPC_HEAD = None if REALDATA_JOBS == "all" else int(REALDATA_JOBS or 4_000)
 
 
-def _swf_head(path, out_dir):
-    """The log's header lines and its first HPC_JOBS job lines, as a file of the same stem."""
+def _swf_head(path, out_dir, limit: int | None):
+    """The log's header lines and its first ``limit`` job lines (all for None), unpacked, as a
+    file of the same stem; (path, job lines)."""
     import gzip
 
     target = out_dir / path.name.removesuffix(".gz")
-    limit = None if HPC_JOBS == "all" else int(HPC_JOBS)
     jobs = 0
     with gzip.open(path, "rt") as src, target.open("w") as dst:
         for line in src:
@@ -276,7 +287,7 @@ def hpc_logs(spark, kafka, tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("hpc")
     logs = {}
     for site, path in HPC_LOGS.items():
-        head, jobs = _swf_head(path, out_dir)
+        head, jobs = _swf_head(path, out_dir, HPC_HEAD)
         out = gridlake_cli("publish", "--quiet", "--format", "swf", "--opt", f"site={site}",
                            str(head))  # fmt: skip
         logs[site] = (head, jobs, out)
