@@ -1,11 +1,11 @@
-"""grid_ingest: every 15 minutes, Kafka -> bronze -> silver, behind the quality gate.
+"""grid_ingest: every 5 minutes, Kafka -> bronze -> silver, behind the quality gate.
 
 ``ingest`` drains whatever Kafka holds into bronze (Structured Streaming, availableNow, with
 checkpoints: exactly once). Then one ``refine_<input>`` task per silver input validates,
 quarantines, runs the great_expectations gate and MERGEs into silver; its outlets are the silver
 tables it writes (from the manifest), so grid_analytics runs when silver changed. A refine that
 found nothing new in bronze exits 99: the task is *skipped* and publishes no asset event, so an
-idle quarter of an hour triggers no analytics. A failed gate fails its task with the reason in
+idle run triggers no analytics. A failed gate fails its task with the reason in
 the log (``refine jobs FAILED: quality gate failed for silver.jobs: ...``); nothing of the batch
 is written, no event is published, gold stays as it was.
 """

@@ -33,11 +33,12 @@ AIRFLOW_KEYS = (
 )
 CLI = "env " + " ".join(f"-u {key}" for key in AIRFLOW_KEYS) + ' "${GRIDLAKE_CLI:-gridlake}"'
 OWNER = "grid-ops"
-# grid_ingest's schedule: every quarter of an hour; ``GRIDLAKE_INGEST_CRON`` (in the scheduler's
-# environment) changes it, e.g. the bench's freshness stage shortens it to take its probes faster.
-INGEST_CRON = os.environ.get("GRIDLAKE_INGEST_CRON") or "*/15 * * * *"
 START = datetime(2025, 1, 1, tzinfo=UTC)
 MANIFEST = json.loads((Path(__file__).with_name("gridlake_manifest.json")).read_text())
+# grid_ingest's schedule: the manifest's (every five minutes, gridlake.ops.orchestration);
+# ``GRIDLAKE_INGEST_CRON`` (in the scheduler's environment) changes it, e.g. the bench's
+# freshness stage shortens it to take its probes faster.
+INGEST_CRON = os.environ.get("GRIDLAKE_INGEST_CRON") or MANIFEST["ingest_cron"]
 
 
 def alert_on_failure(context: dict) -> None:

@@ -156,7 +156,8 @@ def test_freshness_figures_add_the_production_schedules_wait_to_what_was_measure
     probes = [probe(10 * k, [20, 30, 5, 40 + k, 1]) for k in range(5)]
     got = summarise(probes, 180)
     assert got["pipeline_p95_s"] == 20 + 30 + 5 + 44
-    # p95 of a uniform wait over 15 minutes plus the slowest of five after the wait
-    assert got["end_to_end_p95_s"] == 0.95 * 900 + (20 + 30 + 5 + 44 + 1)
+    # p95 of a uniform wait over the production period (5 minutes) plus the slowest of five
+    # after the wait
+    assert got["end_to_end_p95_s"] == 0.95 * 300 + (20 + 30 + 5 + 44 + 1)
     assert got["end_to_end_bench_schedule_p95_s"] == 40 + 20 + 30 + 5 + 44 + 1
     assert got["parts_p50_s"]["analyze_site_efficiency"] == 42

@@ -123,7 +123,7 @@ def test_the_four_dags_and_their_schedules(report):
     for dag in dags.values():
         assert dag["owner"] == "grid-ops" and "gridlake" in dag["tags"]
         assert dag["catchup"] is False
-    assert "expression='*/15 * * * *'" in dags["grid_ingest"]["timetable_repr"]
+    assert "expression='*/5 * * * *'" in dags["grid_ingest"]["timetable_repr"]
     analytics = dags["grid_analytics"]
     assert analytics["timetable"] == "AssetOrTimeSchedule"
     assert "expression='0 3 * * *'" in analytics["timetable_repr"]  # the daily fallback

@@ -207,7 +207,7 @@ def test_pdf_report_has_every_section_and_every_plot_has_data(
 
 @pytest.fixture(scope="module")
 def scheduled_airflow(weekly_reports):
-    # Every DAG starts paused: unpaused, the scheduler would run grid_ingest every 15 minutes and
+    # Every DAG starts paused: unpaused, the scheduler would run grid_ingest every 5 minutes and
     # the latest grid_analytics, grid_maintenance and report intervals on the same two cores.
     result = airflow_sh("start", env={"GRIDLAKE_AIRFLOW_UNPAUSE": ""}, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:]

@@ -15,7 +15,6 @@ from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 
 from gridlake.settings import Settings, get_settings
 
-
 COMMENT_MAX = 256  # the Hive metastore's COLUMNS_V2.COMMENT
 
 

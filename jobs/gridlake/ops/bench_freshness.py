@@ -4,13 +4,13 @@ dashboards, with Airflow scheduling the DAGs as in production.
 **Set-up.** The bench instance runs what ``make up`` starts (Derby, Kafka, the gridlake Spark
 server, the Thrift Server, Superset) and a scheduled Airflow with grid_ingest and grid_analytics
 unpaused, exactly as deployed except grid_ingest's schedule, which is shortened to
-``GRIDLAKE_FRESHNESS_SCHEDULE_MINUTES`` (default 3; ``15`` is the production schedule) through
+``GRIDLAKE_FRESHNESS_SCHEDULE_MINUTES`` (default 3; ``5`` is the production schedule) through
 ``GRIDLAKE_INGEST_CRON`` so that the probes take minutes, not hours. Before Airflow starts,
 a week of the grid's history (the scale's jobs a day) goes through publish, ingest, refine and
 analyze by hand (the ``history`` figures).
 
-**A probe.** At a chosen moment T a batch of the quarter hour's new jobs (jobs a day / 96, their
-times moved to end just before T) is published to Kafka; one of them runs at a site of its own
+**A probe.** At a chosen moment T a batch of one production period's new jobs (jobs a day /
+288, their times moved to end just before T) is published to Kafka; one runs at a site of its own
 (``FRESHNESS-PROBE-<k>``). Then the stage watches, every ``poll`` seconds: the operator's SQL
 (``grid.site_efficiency_weekly`` through the Thrift Server, signed in as ``operator``) and the
 "Grid operations" dashboard's *Jobs* chart through Superset's chart-data API (signed in as the
@@ -43,9 +43,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from gridlake.ops.orchestration import INGEST_PERIOD_MINUTES
 from gridlake.settings import REPO_ROOT, get_settings
 
-PRODUCTION_PERIOD_S = 15 * 60  # dags/grid_ingest.py: */15
+PRODUCTION_PERIOD_S = INGEST_PERIOD_MINUTES * 60  # grid_ingest's schedule in production
 PROBE_SITE = "FRESHNESS-PROBE-{k}"
 
 
@@ -201,7 +202,7 @@ def bench_freshness(
     history, pool = split_history((sim / "jobs.jsonl").read_text().splitlines(), now)
     history_file = work / "freshness-history.jsonl"
     history_file.write_text("\n".join(history) + "\n")
-    batch = max(1, day_jobs // 96)
+    batch = max(1, day_jobs * PRODUCTION_PERIOD_S // 86_400)
     out: dict[str, Any] = {
         "schedule_minutes_bench": period_s / 60,
         "schedule_minutes_production": PRODUCTION_PERIOD_S / 60,
@@ -254,7 +255,7 @@ def bench_freshness(
             if not report.ok:
                 raise RuntimeError(f"publish probe {k}: {report.problems[:3]}")
             seen_sql = seen_dash = None
-            deadline = time.time() + 3 * PRODUCTION_PERIOD_S + period_s
+            deadline = time.time() + max(3 * PRODUCTION_PERIOD_S, 1800) + period_s
             while seen_dash is None:
                 if time.time() > deadline:
                     raise RuntimeError(f"probe {k} ({site}) not visible after {deadline} s")

@@ -4,7 +4,7 @@ starting a JVM of its own.
 On two cores a ``gridlake`` command pays 20-40 s before its first row moves: the JVM, the Spark
 and Delta classes, the Hive metastore client, and the first read of each Delta log. An Airflow
 run of the pipeline is a dozen such commands, and the scheduled ingest runs four of them every
-quarter of an hour, most finding nothing new. ``gridlake server`` (started by ``make up``, stopped
+five minutes, most finding nothing new. ``gridlake server`` (started by ``make up``, stopped
 by ``make down``, see ``infra/spark_server.sh``) holds one SparkSession of the instance and runs
 the commands it is sent, one at a time, in that session; ``gridlake <command>`` hands its
 arguments to it when it runs (see :func:`forward`) and runs in-process otherwise.
