@@ -3,9 +3,9 @@ dashboards, with Airflow scheduling the DAGs as in production.
 
 **Set-up.** The bench instance runs what ``make up`` starts (Derby, Kafka, the gridlake Spark
 server, the Thrift Server, Superset) and a scheduled Airflow with grid_ingest and grid_analytics
-unpaused, exactly as deployed except grid_ingest's schedule, which is shortened to
-``GRIDLAKE_FRESHNESS_SCHEDULE_MINUTES`` (default 3; ``5`` is the production schedule) through
-``GRIDLAKE_INGEST_CRON`` so that the probes take minutes, not hours. Before Airflow starts,
+unpaused, exactly as deployed: grid_ingest every 5 minutes, its production schedule
+(``GRIDLAKE_FRESHNESS_SCHEDULE_MINUTES`` sets another through ``GRIDLAKE_INGEST_CRON``, e.g. a
+shorter one for quicker probes). Before Airflow starts,
 a week of the grid's history (the scale's jobs a day) goes through publish, ingest, refine and
 analyze by hand (the ``history`` figures).
 
@@ -191,7 +191,8 @@ def bench_freshness(
     from gridlake.sources.publish import publish_files
 
     settings = get_settings()
-    period_s = int(float(os.environ.get("GRIDLAKE_FRESHNESS_SCHEDULE_MINUTES", "3")) * 60)
+    minutes = os.environ.get("GRIDLAKE_FRESHNESS_SCHEDULE_MINUTES", str(INGEST_PERIOD_MINUTES))
+    period_s = int(float(minutes) * 60)
     probes = int(os.environ.get("GRIDLAKE_FRESHNESS_PROBES", "5"))
     poll = float(os.environ.get("GRIDLAKE_FRESHNESS_POLL_SECONDS", "5"))
     rng = random.Random(24)
