@@ -26,7 +26,7 @@ percentile of what the probes measured after the wait (a sum of percentiles: an 
 ``pipeline_p95_s``: from the ingest task's start to the probe visible in the SQL view (ingest,
 refine and the incremental analyze of the group that writes it, and the waits between the tasks).
 ``end_to_end_bench_schedule_p95_s``: T to visible in the dashboard, as measured under the
-shortened schedule.
+bench's schedule (the production one unless GRIDLAKE_FRESHNESS_SCHEDULE_MINUTES says otherwise).
 """
 
 from __future__ import annotations
