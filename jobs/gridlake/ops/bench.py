@@ -9,7 +9,9 @@ Stages (``--only`` picks some):
   the same payloads with the same producer settings, ratio (target >= 0.7).
 - ``ingest``: ``gridlake ingest`` (Kafka -> bronze, Structured Streaming into Delta, exactly
   once) records/s against Kafka's own ``ConsumerPerformance`` (kafka-consumer-perf-test) reading
-  the same topic on the same broker in the same run, ratio (target >= 0.8).
+  the same topic on the same broker in the same run, ratio (target >= 0.8). Measured in a session
+  that has run an ingest before, as the gridlake server runs it every five minutes (the tool's
+  rate leaves out its JVM's start likewise); the first run's time is reported beside it.
 - ``agent``: the node agent's overhead measured as seed 004 measures a collector: a CPU-bound
   workload run repeatedly without and with the agent sampling every 10 s (blocks ABAB), mean and
   standard deviation of each, ratio to baseline (target < 1%).
@@ -246,6 +248,18 @@ def bench_ingest(scale: Scale, work: Path) -> dict[str, Any]:
     if not sim.exists():
         _simulate(work / "sim-small", max(scale.sim_jobs // 10, 10_000), 7, date(2026, 9, 7))
     lines = [x for x in sim.read_text().splitlines() if x.strip()]
+    spark = _spark()
+    # The first ingest of a session pays for the JVM's JIT, Spark's code generation for the
+    # Kafka source and the Delta sink, the table checks and the checkpoint's creation: the
+    # gridlake server pays it once, the DAG's runs every five minutes after it do not. A run
+    # over a small first payload takes it, timed apart (first_run_*).
+    warm = work / "ingest-first.jsonl"
+    warm.write_text("".join(lines[i % len(lines)] + "\n" for i in range(1_000)))
+    report = publish_files("grid.jobs", [warm], progress=False)
+    assert report.ok, report.problems[:5]
+    t0 = time.perf_counter()
+    first = sum(r.rows for r in ingest(spark, ("jobs",)))
+    first_seconds = time.perf_counter() - t0
     payload = work / "ingest.jsonl"
     n = scale.publish_records
     with payload.open("w") as fh:
@@ -253,7 +267,6 @@ def bench_ingest(scale: Scale, work: Path) -> dict[str, Any]:
             fh.write(lines[i % len(lines)] + "\n")
     report = publish_files("grid.jobs", [payload], progress=False)
     assert report.ok, report.problems[:5]
-    spark = _spark()
     topic_records = (
         spark.read.format("kafka")
         .options(**kafka_auth.spark_options(get_settings(), "ingest"))
@@ -266,14 +279,16 @@ def bench_ingest(scale: Scale, work: Path) -> dict[str, Any]:
     results = ingest(spark, ("jobs",))
     seconds = time.perf_counter() - t0
     rows = sum(r.rows for r in results)
-    if rows != topic_records:
-        raise RuntimeError(f"ingest wrote {rows} bronze rows for {topic_records} records")
+    if first + rows != topic_records:
+        raise RuntimeError(f"ingest wrote {first} + {rows} bronze rows for {topic_records} records")
     ours = rows / seconds
     spark.stop()
     return {
         "records": rows,
         "gridlake_ingest_records_per_s": round(ours),
         "gridlake_ingest_seconds": round(seconds, 1),
+        "first_run_records": first,
+        "first_run_seconds": round(first_seconds, 1),
         "kafka_consumer_perf_test_records_per_s": round(reference["records_per_s"]),
         "kafka_consumer_perf_test_fetch_records_per_s": round(reference["fetch_records_per_s"]),
         "ratio_vs_consumer_perf_test": round(ours / reference["records_per_s"], 3),
