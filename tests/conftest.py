@@ -86,9 +86,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # lanes (none since the warehouse is built by `make demo`, which was make test's separate demo
 # test: last measured before, grid 2,364 s + demo 2,960 s against warehouse 4,817 s of which
 # its own build of the demo week 1,771 s; network analytics, job identity and the volume rule,
-# ~1,470 s, then moved to the grid shard).
+# ~1,470 s, then moved to the grid shard). At 8570e23..fbd73db the grid lane took 2,071 s (shard
+# 1,885 s + fault trials 186 s) against the warehouse's 1,926 s: the volume rule moves back.
 SHARDS = ("warehouse", "grid")
-WAREHOUSE_TOO: set[str] = set()
+WAREHOUSE_TOO: set[str] = {
+    "tests.test_volume_rule",  # ~60 s under load; its own warehouse folder, safe beside the demo
+}
 
 
 def _keep_shard(config: pytest.Config, items: list[pytest.Item], shard: str) -> None:
