@@ -13,12 +13,7 @@ help: ## show this help
 
 install: ## install everything a fresh machine needs (apt, venvs, Kafka/Derby/Spark jars)
 	@bash infra/install_system.sh
-	@bash infra/install_python.sh
-	@bash infra/fetch_jars.sh kafka
-	@bash infra/fetch_jars.sh derby
-	@ls $(GRIDLAKE_HOME)/ivy/jars/.resolved >/dev/null 2>&1 || $(PY) -m gridlake.spark --resolve
-	@bash infra/airflow.sh install
-	@bash infra/superset.sh install
+	@bash infra/install.sh
 
 up: install ## start Derby (metastore), Kafka, the gridlake Spark server, the Spark Thrift Server and Superset on 127.0.0.1
 	@bash infra/derby.sh start
