@@ -528,6 +528,17 @@ def test_cost_matrix_shows_a_missing_path_as_missing(network, gold):
     assert sorted(v["source_rank"] for v in others) == list(range(1, len(others) + 1))
 
 
+def test_training_partitions_follow_rows_up_to_the_cores():
+    from gridlake.gold.network.predictor import ROWS_PER_TRAINING_PARTITION as R
+    from gridlake.gold.network.predictor import training_partitions
+
+    assert training_partitions(0, 2) == 1
+    assert training_partitions(41_673, 2) == 1  # the test grid: one task per step of a fit
+    assert training_partitions(R, 8) == 1 and training_partitions(R + 1, 8) == 2
+    assert training_partitions(5 * R, 2) == 2  # never more partitions than cores
+    assert training_partitions(100 * R, 64) == 64 and training_partitions(100 * R, 1) == 1
+
+
 @pytest.mark.slow
 def test_predictor_leave_one_link_out(planted, gold):
     runs = [r.asDict() for r in gold[N.GOLD_NETWORK_MODEL_RUNS.full_name].collect()]
