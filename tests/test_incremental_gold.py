@@ -6,7 +6,8 @@ jobs in four weeks, then a batch with a late job for an old week, a job moved to
 a retry of an old week's failed job (which changes the retry waste of that old week) and an
 identical re-send. The untouched week must not be recomputed, every gold row must equal the full
 recompute's (floats to 1e-9 relative, both ways), a run with nothing new and a version of
-silver.jobs that changed no row must commit nothing."""
+silver.jobs that changed no row must commit nothing, and a table an operator RESTOREd is
+recomputed whole."""
 
 from __future__ import annotations
 
@@ -109,14 +110,8 @@ def test_incremental_analyze_replaces_the_changed_weeks_and_equals_the_full_reco
     assert analyze(spark, local, groups=["site_efficiency"], skip_current=True) == {}
     assert {t.full_name: _version(spark, t, local) for t in tables} == versions
 
-    # The full recompute (gridlake analyze --full) writes the same rows as the incremental one.
-    analyze(spark, local, groups=["site_efficiency"])
-    for t in tables:
-        v = versions[t.full_name]
-        assert _version(spark, t, local) == v + 1
-        assert _weeks_replaced(spark, t, local) is None
-        bad = differences(read(t, versionAsOf=str(v)), read(t), t).limit(5).collect()
-        assert not bad, (t.full_name, bad)
+    # (That the full recompute, `gridlake analyze --full`, writes what gold_frames computes is
+    # what every other analyze of make test checks: the comparison with `full` above suffices.)
 
     # An operator's RESTORE of one table to the first write (W45's batch only): the last
     # fingerprint no longer describes its rows, so the group is recomputed whole, not skipped.
