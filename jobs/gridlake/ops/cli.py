@@ -904,7 +904,42 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger().setLevel(level)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except Exception as exc:
+        if not _no_space(exc):
+            raise
+        root = get_settings().storage_root
+        print(
+            f"gridlake {args.command} FAILED: no space left on the device ({root} or Spark's "
+            "local folders). What it committed before stays (a Delta commit and a checkpoint "
+            "entry are each one file, written whole or not at all); free space and run the "
+            "same command again: it goes on from its last commit.",
+            file=sys.stderr,
+        )
+        return EXIT_NO_SPACE
+
+
+# Exit status of a command that ran out of disk space (EX_TEMPFAIL: run it again once freed).
+EXIT_NO_SPACE = 75
+
+
+def _no_space(exc: BaseException) -> bool:
+    """True when ``exc`` or an exception it was raised from is a disk-full error: an OSError
+    with ENOSPC, or a JVM error (Py4J, Spark's streaming and SQL errors carry the Java
+    exception's text) saying "No space left on device"."""
+    import errno
+
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            return True
+        if "No space left on device" in str(e):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 if __name__ == "__main__":
