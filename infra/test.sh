@@ -54,7 +54,8 @@ GRIDLAKE_TEST_SHARD=grid GRIDLAKE_TEST_INSTANCE=test-grid GRIDLAKE_PORT_OFFSET=3
 grid_rc=$?
 # The fault trials' short form (tests/faults: one round, a SIGKILL at a random moment of ingest
 # and of refine, the two writers of bronze and silver; publish and analyze kills are in make
-# test-faults, as are the disk-full and metastore-restart trials) on an instance of its own
+# test-faults, as are the disk-full, metastore, broker, agent and Thrift Server trials) on an
+# instance of its own
 # (test-faults, ports + 1200).
 faults_rc=0
 case "${GRIDLAKE_TEST_FAULTS:-off}" in
@@ -63,7 +64,7 @@ case "${GRIDLAKE_TEST_FAULTS:-off}" in
     echo "[test] the fault trials (short form: 1 round), after the grid shard:"
     GRIDLAKE_TEST_INSTANCE=test-faults GRIDLAKE_PORT_OFFSET=1200 GRIDLAKE_FAULT_ROUNDS=1 \
       GRIDLAKE_FAULT_STEPS=ingest,refine GRIDLAKE_FAULT_MAX_OFFSETS=1000 GRIDLAKE_FAULT_DISK_FULL=0 \
-      GRIDLAKE_FAULT_METASTORE=0 \
+      GRIDLAKE_FAULT_METASTORE=0 GRIDLAKE_FAULT_RESTARTS=0 \
       "$pytest" -m faults --basetemp="$GRIDLAKE_HOME/pytest-faults" "$@" tests/faults
     faults_rc=$?
     ;;

@@ -199,28 +199,76 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
+def _node_lines(host: str, n: int, first: int = 0) -> list[str]:
+    return [
+        json.dumps({"site": "S", "host": host, "ts": f"2026-11-20T00:00:{i:02d}Z",
+                    "interval_seconds": 1, "kind": "vmstat", "us": i})
+        for i in range(first, first + n)
+    ]  # fmt: skip
+
+
 @pytest.mark.integration
 @pytest.mark.adds_records
-def test_broker_away_records_spool_and_are_resent(kafka, tmp_path: Path) -> None:
+def test_broker_away_records_are_journaled_and_resent_after_a_restart(
+    kafka, tmp_path: Path
+) -> None:
     host = f"away-{uuid.uuid4().hex[:8]}.test"
     away = dataclasses.replace(get_settings(), kafka_bootstrap=f"127.0.0.1:{_closed_port()}")
     spool = Spool(tmp_path / "spool.jsonl", 10_000_000)
     pub = Publisher(away, spool, max_buffered=4)
-    lines = [
-        json.dumps({"site": "S", "host": host, "ts": f"2026-11-20T00:00:{i:02d}Z",
-                    "interval_seconds": 1, "kind": "vmstat", "us": i})
-        for i in range(10)
-    ]  # fmt: skip
+    lines = _node_lines(host, 10)
     assert pub.send(lines)
-    assert pub.spooled == 6  # the bounded queue took 4, the spool the rest
-    left = pub.flush(2)  # broker still away: what is queued goes to the spool too
-    assert left == 4 and len(spool.path.read_text().splitlines()) == 10 and pub.delivered == 0
+    # journaled whole before anything was produced; the bounded queue took the first 4
+    assert spool.path.read_text().splitlines() == lines
+    assert spool.read_at == sum(len(x) + 1 for x in lines[:4])
+    assert pub.flush(2) == 10 and pub.delivered == 0  # broker still away: the journal stays
+    assert spool.path.read_text().splitlines() == lines
 
     full = Spool(tmp_path / "full.jsonl", 10)
     assert not Publisher(away, full, max_buffered=1).send(lines)  # says so, drops nothing silently
 
-    back = Publisher(get_settings(), spool, max_buffered=100)
-    back.resend_spool()
+    # the agent restarted (its process gone with 4 records in its queue): the journal is re-sent
+    back = Publisher(get_settings(), Spool(spool.path, 10_000_000), max_buffered=100)
+    back.tick()
     assert back.flush(30) == 0 and back.delivered == 10 and not spool.path.exists()
     got = _consume(kafka, host, 10)
     assert sorted(r["us"] for r in got) == list(range(10))
+
+
+def test_a_torn_last_line_of_the_journal_is_dropped(tmp_path: Path) -> None:
+    """A kill inside an append: the partial line was never journaled, and the next append must
+    not glue onto it."""
+    path = tmp_path / "spool.jsonl"
+    lines = _node_lines("torn.test", 3)
+    path.write_text(lines[0] + "\n" + lines[1] + "\n" + lines[2][:17])
+    spool = Spool(path, 10_000_000)
+    assert [line for _, line in spool.unread()] == lines[:2]
+    assert spool.append(lines[2:])
+    assert path.read_text().splitlines() == lines
+
+
+@pytest.mark.integration
+@pytest.mark.adds_records
+def test_a_full_disk_leaves_the_journal_whole_and_records_flow_from_memory(
+    kafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+
+    from gridlake.sources import agent
+
+    host = f"full-{uuid.uuid4().hex[:8]}.test"
+    lines = _node_lines(host, 4)
+    spool = Spool(tmp_path / "spool.jsonl", 10_000_000)
+    assert spool.append(lines[:1])  # left by the last run, unacknowledged
+    pub = Publisher(get_settings(), spool)
+
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(agent.os, "fsync", no_space)
+    assert pub.send(lines[1:])  # not journaled, still sent
+    assert spool.path.read_text() == lines[0] + "\n"  # the failed append left no torn line
+    monkeypatch.undo()
+    assert "cannot write the journal" in capsys.readouterr().err
+    assert pub.flush(30) == 0 and pub.delivered == 4 and not spool.path.exists()
+    assert sorted(r["us"] for r in _consume(kafka, host, 4)) == [0, 1, 2, 3]

@@ -409,7 +409,14 @@ PATTERNS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+@pytest.mark.parametrize(
+    "pattern",
+    # saturday alone is the weekend's kind on one day: nightly (~20 s of make test's longest lane)
+    [
+        pytest.param(p, marks=pytest.mark.nightly) if p == "saturday" else p
+        for p in sorted(PATTERNS)
+    ],
+)
 def test_recurring_spike_recognised(spark, tmp_path, pattern):
     from gridlake.silver.files import silver_network_from_jsonl
     from gridlake.sources.simulate import SimConfig, simulate

@@ -142,25 +142,23 @@ def test_slow_storage_site_jobs_see_iowait_and_busy_disks(spark, gold_demo) -> N
 
 def test_shipped_rule_upgrades_apply_and_operator_versions_win(spark, gold_demo, thrift) -> None:
     """An instance whose rules table predates a shipped rule version gets the new version added;
-    a rule the operator re-versioned above the shipped one keeps the operator's row. The tables
-    then go back by Delta RESTORE, as an operator would undo a bad write, and the Thrift Server
-    serves them (it refused every read of a restored table until 2026-11-30)."""
+    a rule the operator re-versioned above the shipped one keeps the operator's row and is the
+    one the outliers apply. The rules the efficiency group builds from are checked (not a whole
+    analyze of the group: ~85 s of make test's lane under load; the rules' write and fingerprint
+    are test_analyze_skips_a_group_whose_inputs_did_not_change's, nightly). The table then goes
+    back by Delta RESTORE, as an operator would undo a bad write, and the Thrift Server serves it
+    (it refused every read of a restored table until 2026-11-30)."""
     from delta.tables import DeltaTable
 
     from gridlake.gold import efficiency
-    from gridlake.gold.analyze import FINGERPRINT_KEY, _last_fingerprint, analyze
+    from gridlake.gold.analyze import FINGERPRINT_KEY, _last_fingerprint
+    from gridlake.gold.efficiency.outliers import efficiency_outliers
+    from gridlake.gold.group import Inputs
 
     table = efficiency.GOLD_EFFICIENCY_OUTLIER_RULES
-    # The group's tables and its rules go back to these versions afterwards (Delta RESTORE, a
-    # log commit, instead of another analyze of the group: ~85 s of make test's lane under
-    # load), each with the fingerprint of the write it restores (so the group is current again)
     settings = get_settings()
-    group = {t.path(): t for t in (*efficiency.GROUP.tables, table)}
-    before = {
-        path: (DeltaTable.forPath(spark, path).history(1).first()["version"],
-               _last_fingerprint(spark, t, settings))
-        for path, t in group.items()
-    }  # fmt: skip
+    version = DeltaTable.forPath(spark, table.path()).history(1).first()["version"]
+    fingerprint = _last_fingerprint(spark, table, settings)
     old = [r._replace(rule_version=1) if r.rule_id.startswith("task-") else r
            for r in efficiency.DEFAULT_OUTLIER_RULES]  # fmt: skip
     peers = next(r for r in old if r.rule_id == "site-efficiency-peers")
@@ -169,33 +167,30 @@ def test_shipped_rule_upgrades_apply_and_operator_versions_win(spark, gold_demo,
     rows = efficiency.outlier_rules_frame(spark, [*old, mine])
     rows.write.format("delta").mode("overwrite").save(table.path())
     try:
-        analyze(spark, groups=["efficiency"])
-        got = {(r.rule_id, r.rule_version) for r in _table(spark, table).collect()}
+        inputs = Inputs(spark, settings)
+        rules = inputs.rules(table, efficiency.outlier_rules_frame)
+        got = {(r.rule_id, r.rule_version) for r in rules.collect()}
         assert ("task-efficiency-peers", 1) in got and ("task-efficiency-peers", 2) in got
         assert ("site-efficiency-peers", 7) in got and ("site-efficiency-peers", 1) in got
         assert ("site-efficiency-peers", 2) not in got  # nothing invented
-        flagged = _table(spark, efficiency.GOLD_EFFICIENCY_OUTLIERS).where(
+        flagged = efficiency_outliers(inputs.read(efficiency.SILVER_JOBS), rules).where(
             "rule_id = 'site-efficiency-peers'"
         )
-        versions = {r.rule_version for r in flagged.collect()}
+        versions = {r.rule_version for r in flagged.select("rule_version").distinct().collect()}
         assert versions == {7}, versions  # threshold 0, both sides: every scored site is listed
     finally:
         key = "spark.databricks.delta.commitInfo.userMetadata"
-        for path, (version, fp) in before.items():
-            spark.conf.set(key, json.dumps({FINGERPRINT_KEY: fp}))
-            try:
-                DeltaTable.forPath(spark, path).restoreToVersion(version)
-            finally:
-                spark.conf.unset(key)
-    # each table's last fingerprint is again that of the write it holds (current again when
-    # the group's inputs are those of that write; a test before this one may have changed them)
-    assert {p: _last_fingerprint(spark, t, settings) for p, t in group.items()} == {
-        p: fp for p, (_, fp) in before.items()
-    }
-    restored = DeltaTable.forPath(spark, efficiency.GOLD_EFFICIENCY_OUTLIERS.path())
-    assert restored.history(1).first()["operation"] == "RESTORE"
+        spark.conf.set(key, json.dumps({FINGERPRINT_KEY: fingerprint}))
+        try:
+            DeltaTable.forPath(spark, table.path()).restoreToVersion(version)
+        finally:
+            spark.conf.unset(key)
+    # the table's last fingerprint is again that of the write it holds (current again)
+    assert _last_fingerprint(spark, table, settings) == fingerprint
+    assert DeltaTable.forPath(spark, table.path()).history(1).first()["operation"] == "RESTORE"
     for user in ("operator", "superset"):
-        assert _thrift_error(user, "SELECT count(*) FROM grid.efficiency_outliers") == "", user
+        sql = "SELECT count(*) FROM grid.efficiency_outlier_rules"
+        assert _thrift_error(user, sql) == "", user
     shipped = {(r.rule_id, r.rule_version) for r in efficiency.DEFAULT_OUTLIER_RULES}
     assert {(r.rule_id, r.rule_version) for r in _table(spark, table).collect()} == shipped
 

@@ -16,12 +16,16 @@ comes, with ``instructions`` and ``cycles`` null and ``counters_available`` sayi
 (``kernel.perf_event_paranoid`` and no CAP_PERFMON) or ``perf_not_installed``; the agent also
 says it once on stderr. ``--perf off`` sends no perf records.
 
-Delivery: records go to Kafka through an idempotent producer that retries for as long as the
-broker is away (``message.timeout.ms`` is 0: never expire). Its in-memory queue is bounded
-(``max_buffered``); what does not fit, or fails delivery, is appended to a spool file on disk
-(``spool``, bounded by ``max_spool_bytes``) and re-sent first once the broker is back. If even
-the spool is full the agent stops sampling and says so on stderr and in its exit status, rather
-than dropping anything silently. ``--flush-spool`` re-sends a spool and exits.
+Delivery: every record is first appended to a journal on disk (``spool``, fsynced, bounded by
+``--max-spool-mb``), then handed to an idempotent producer that retries for as long as the broker
+is away (``message.timeout.ms`` is 0: never expire); the journal is emptied only when the broker
+has acknowledged every line in it. A SIGKILL at any moment loses at most the sample being taken:
+the restarted agent re-sends the journal first (silver keeps one row per host, ts and kind of a
+record that arrives twice). The producer's in-memory queue is bounded (``max_buffered``); what
+it cannot take waits in the journal. If the journal is full the agent stops sampling and says so
+on stderr and in its exit status, rather than dropping anything silently; if it cannot be written
+(a full disk) records are sent from memory and the agent says so. ``--flush-spool`` re-sends a
+journal and exits.
 """
 
 from __future__ import annotations
@@ -301,45 +305,118 @@ def to_records(
 
 @dataclass
 class Spool:
-    """An append-only file of records waiting for the broker, bounded in bytes."""
+    """The agent's write-ahead journal of records, bounded in bytes.
+
+    Every record is appended here (and fsynced) before it is handed to the producer, and the
+    file is emptied only once the broker has acknowledged every line in it (``Publisher.trim``).
+    A SIGKILL at any moment therefore loses at most the sample being taken; the restarted agent
+    re-sends the whole journal first (a record delivered just before the kill arrives twice:
+    silver keeps one per host, ts and kind). ``read_at`` is the byte offset of the first line
+    not yet handed to the producer (0 at start: everything left by the last run is re-sent).
+    """
 
     path: Path
     max_bytes: int
+    read_at: int = 0
+
+    def __post_init__(self) -> None:
+        self._drop_torn_tail()
+
+    def _drop_torn_tail(self) -> None:
+        """A kill inside an append leaves a last line without its newline: never journaled."""
+        size = self.size()
+        if not size:
+            return
+        with self.path.open("rb+") as fh:
+            pos = size
+            while pos > 0:
+                step = min(65536, pos)
+                fh.seek(pos - step)
+                cut = fh.read(step).rfind(b"\n")
+                if cut >= 0:
+                    pos = pos - step + cut + 1
+                    break
+                pos -= step
+            if pos != size:
+                log.warning("spool %s: dropped a torn last line (%d bytes)", self.path, size - pos)
+                fh.truncate(pos)
+                os.fsync(fh.fileno())
 
     def size(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
 
     def append(self, lines: list[str]) -> bool:
-        data = "".join(line + "\n" for line in lines)
-        if self.size() + len(data) > self.max_bytes:
+        """Journal the lines (durable on return); False when the bound leaves no room. An
+        OSError (a full disk) is raised with the file as it was before the call."""
+        data = "".join(line + "\n" for line in lines).encode()
+        size = self.size()
+        if size + len(data) > self.max_bytes:
             return False
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        with self.path.open("ab") as fh:
+            try:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError:
+                fh.truncate(size)  # no torn line for the next append to glue onto
+                raise
         return True
 
-    def take(self) -> list[str]:
-        """Read and remove the spooled lines (the caller re-queues them)."""
-        if not self.path.exists():
+    def unread(self, limit: int = 1 << 20) -> list[tuple[int, str]]:
+        """Whole lines after ``read_at`` (up to ~``limit`` bytes), each with its end offset."""
+        if self.read_at >= self.size():
             return []
-        lines = [x for x in self.path.read_text(encoding="utf-8").splitlines() if x.strip()]
-        self.path.unlink()
-        return lines
+        with self.path.open("rb") as fh:
+            fh.seek(self.read_at)
+            chunk = fh.read(limit)
+        end = chunk.rfind(b"\n") + 1
+        if end == 0:  # one line longer than the limit
+            with self.path.open("rb") as fh:
+                fh.seek(self.read_at)
+                chunk = fh.readline()
+            end = len(chunk)
+        out, at = [], self.read_at
+        for raw in chunk[:end].split(b"\n")[:-1]:
+            at += len(raw) + 1
+            if raw.strip():
+                out.append((at, raw.decode("utf-8", errors="replace")))
+        return out
+
+    def all_read(self) -> bool:
+        return self.read_at >= self.size()
+
+    def lines(self) -> int:
+        if not self.path.exists():
+            return 0
+        with self.path.open("rb") as fh:
+            return sum(1 for raw in fh if raw.strip())
+
+    def clear(self) -> None:
+        """Every line is acknowledged: the journal starts again, empty."""
+        if self.path.exists():
+            self.path.unlink()
+        self.read_at = 0
 
 
 @dataclass
 class Publisher:
-    """Kafka producer with a bounded queue; overflow and failed deliveries go to the spool."""
+    """Kafka producer with a bounded queue behind the journal (``Spool``): records are
+    journaled, then produced; the journal is emptied when the broker has acknowledged them all.
+    A failed delivery is produced again; what the queue cannot take stays in the journal until it
+    can. If the journal cannot be written (a full disk) records are still produced, from memory
+    only, and the agent says so once."""
 
     settings: Settings
     spool: Spool
     max_buffered: int = 10_000
     delivered: int = 0
-    spooled: int = 0
+    journaled: int = 0
     failed: list[str] = field(default_factory=list)
     _producer: Any = None
+    _memory: list[str] = field(default_factory=list)  # waiting for room in the producer's queue
+    _unjournaled: set[str] = field(default_factory=set)  # sent from memory only (disk full)
+    _disk_said: bool = False
 
     def __post_init__(self) -> None:
         from confluent_kafka import Producer
@@ -349,7 +426,7 @@ class Publisher:
         # signed in as the nodes principal (or the environment's user): it may write grid.nodes
         user, pw, where = kafka_auth.credentials(self.settings, "nodes")
 
-        def on_error(err: Any) -> None:  # the agent keeps spooling; say why Kafka refuses
+        def on_error(err: Any) -> None:  # the agent keeps journaling; say why Kafka refuses
             if kafka_auth.is_auth_error(err):
                 log.error("%s", kafka_auth.describe_error(err, user, TOPICS["nodes"], where))
 
@@ -369,46 +446,97 @@ class Publisher:
     def _on_delivery(self, err: Any, msg: Any) -> None:
         if err is None:
             self.delivered += 1
+            if self._unjournaled:
+                self._unjournaled.discard(msg.value().decode())
         else:
             self.failed.append(msg.value().decode())
 
-    def send(self, lines: list[str]) -> bool:
-        """Queue records; returns False only if neither the queue nor the spool could take them."""
-        overflow: list[str] = []
-        for i, line in enumerate(lines):
-            key = json.loads(line)["host"].encode()
-            try:
-                self._producer.produce(
-                    TOPICS["nodes"], value=line.encode(), key=key, on_delivery=self._on_delivery
-                )
-            except BufferError:
-                overflow = lines[i:]
-                break
-        self._producer.poll(0)
-        if self.failed:
-            overflow = self.failed + overflow
-            self.failed = []
-        if overflow:
-            if not self.spool.append(overflow):
-                return False
-            self.spooled += len(overflow)
+    def _produce(self, line: str) -> bool:
+        key = json.loads(line)["host"].encode()
+        try:
+            self._producer.produce(
+                TOPICS["nodes"], value=line.encode(), key=key, on_delivery=self._on_delivery
+            )
+        except BufferError:
+            return False
         return True
 
-    def resend_spool(self) -> None:
-        if len(self._producer) == 0 and self.spool.size():
-            self.send(self.spool.take())
+    def send(self, lines: list[str]) -> bool:
+        """Journal the records and produce what the queue takes; False only when the journal is
+        full (the broker away for longer than its bound holds): the caller stops sampling."""
+        self.tick()
+        try:
+            if not self.spool.append(lines):
+                return False
+            self.journaled += len(lines)
+        except OSError as err:
+            if not self._disk_said:
+                msg = f"cannot write the journal {self.spool.path} ({err})"
+                print(f"gridlake agent: {msg}; records are sent from memory only until it can",
+                      file=sys.stderr)  # fmt: skip
+                self._disk_said = True
+            self._memory.extend(lines)
+            self._unjournaled.update(lines)
+        self.pump()
+        return True
+
+    def pump(self) -> None:
+        """Hand the producer what it does not hold yet: failed deliveries and records that are
+        only in memory first, then the journal's lines after ``read_at``."""
+        self._producer.poll(0)
+        again, self.failed = self.failed + self._memory, []
+        self._memory = []
+        for i, line in enumerate(again):
+            if not self._produce(line):
+                self._memory = again[i:]
+                return
+        while True:
+            batch = self.spool.unread()
+            if not batch:
+                break
+            for end, line in batch:
+                if not self._produce(line):
+                    self._producer.poll(0)
+                    return
+                self.spool.read_at = end
+        self._producer.poll(0)
+
+    def acknowledged(self) -> bool:
+        """Every journaled and every in-memory record is acknowledged by the broker."""
+        self._producer.poll(0)  # serve the delivery reports (a failed one goes back to failed)
+        return (len(self._producer) == 0 and not self.failed and not self._memory
+                and self.spool.all_read())  # fmt: skip
+
+    def tick(self) -> None:
+        """Empty the journal if the broker has acknowledged it all; produce what is waiting."""
+        if self.acknowledged():
+            self.spool.clear()
+        self.pump()
 
     def flush(self, timeout: float) -> int:
-        """Wait for deliveries; what is still queued after ``timeout`` goes to the spool."""
-        remaining = self._producer.flush(timeout)
-        if remaining:
-            self._producer.purge(in_queue=True, in_flight=False)
-            self._producer.poll(1)  # purged messages come back as failed deliveries
-        if self.failed:
-            self.spool.append(self.failed)
-            self.spooled += len(self.failed)
-            self.failed = []
-        return remaining
+        """Wait up to ``timeout`` for every record to be acknowledged; the journal is emptied if
+        they were, kept otherwise. Returns how many records are still unacknowledged."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.pump()
+            self._producer.flush(max(0.0, min(1.0, deadline - time.monotonic())))
+            if self.acknowledged():
+                self.spool.clear()
+                return 0
+            if time.monotonic() >= deadline:
+                break
+        lost = len(self._unjournaled)
+        if lost:  # a last try to keep them: the disk may have room now
+            try:
+                if self.spool.append(sorted(self._unjournaled)):
+                    self._unjournaled.clear()
+                    lost = 0
+            except OSError:
+                pass
+        if lost:
+            print(f"gridlake agent: {lost} records not delivered and not journaled (the disk "
+                  "was full)", file=sys.stderr)  # fmt: skip
+        return self.spool.lines() + lost
 
 
 def run(
@@ -474,9 +602,8 @@ def main(args: Any) -> int:
     host = args.host or socket.getfqdn()
     if getattr(args, "flush_spool", False):
         pub = Publisher(settings, spool, args.max_buffered)
-        pub.send(spool.take())
         left = pub.flush(args.flush_timeout)
-        print(f"delivered {pub.delivered}, left in spool {pub.spooled if left else 0}")
+        print(f"delivered {pub.delivered}, left in spool {left}")
         return 0 if not left else 1
     # perf's own interval: at most half the agent's, so that every record gets counts
     tick_ms = max(100, min(1000, int(args.interval * 500)))
@@ -485,18 +612,17 @@ def main(args: Any) -> int:
         if args.stdout:
             return run(args.interval, args.count, args.site, host, _print_sink, perf=perf)
         pub = Publisher(settings, spool, args.max_buffered)
-        pub.resend_spool()
+        pub.tick()  # what the last run left in the journal goes first
         status = run(
-            args.interval, args.count, args.site, host, pub.send, on_tick=pub.resend_spool,
-            perf=perf,
-        )  # fmt: skip
+            args.interval, args.count, args.site, host, pub.send, on_tick=pub.tick, perf=perf
+        )
     finally:
         if perf is not None:
             perf.close()
     left = pub.flush(args.flush_timeout)
     print(
-        f"gridlake agent: delivered {pub.delivered}, spooled {pub.spooled}"
-        + (f" ({left} undelivered at exit, kept in {spool.path})" if left else ""),
+        f"gridlake agent: delivered {pub.delivered}, journaled {pub.journaled}"
+        + (f" ({left} unacknowledged at exit, kept in {spool.path})" if left else ""),
         file=sys.stderr,
     )
     return status
