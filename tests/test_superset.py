@@ -459,7 +459,11 @@ def test_dashboards_render_in_browser(superset, api):
                 shot = shots / f"{dash.slug}.png"
                 shot.unlink(missing_ok=True)
                 started = time.monotonic()
-                open_dashboard(page, f"{base}/superset/dashboard/{dash.slug}/", dash.slug, shots)
+                open_dashboard(
+                    page, f"{base}/superset/dashboard/{dash.slug}/", dash.slug, shots,
+                    relogin=lambda: browser_login(page, base, superset["user"],
+                                                  superset["password"], shots),
+                )  # fmt: skip
                 header = page.inner_text('[data-test="dashboard-header-container"]')
                 assert dash.title in header, header
                 deadline = time.monotonic() + 300
