@@ -64,6 +64,7 @@ def test_hourly_link_status_by_hand(spark) -> None:
     assert ab["max_excess_delay_ms"] == pytest.approx(2.5)
     assert ab["mean_loss"] == pytest.approx(0.01 / 3)
     assert ab["max_p_util_over_70_next"] == pytest.approx(0.9)
+    assert (ab["link"], got[("B", t(2026, 11, 22, 10))]["link"]) == ("A > B", "B > A")
     assert ab["week"] == date(2026, 11, 16)  # Sunday 22nd belongs to the week of Monday 16th
     assert got[("A", t(2026, 11, 23, 0))]["week"] == date(2026, 11, 23)
     ba = got[("B", t(2026, 11, 22, 10))]

@@ -68,7 +68,8 @@ def test_a_table_created_unpartitioned_is_repartitioned_by_the_next_full_write(
     expected = _rows(spark, T, weeks[:-1], 3, 0.0).unionByName(newer)
     assert _same(spark.read.format("delta").load(path), expected)
 
-    full = _rows(spark, T, weeks, 4, 7.0)
+    # rows of every week in each of the frame's 4 tasks, as a frame out of a shuffle
+    full = _rows(spark, T, weeks, 4, 7.0).repartition(4)
     rows = write_gated(spark, T, full, '{"k": 1}', "run-2", local, checked)
     assert rows == 36
     assert _partitions(spark, path) == ["week"]
@@ -83,12 +84,46 @@ def test_a_table_created_unpartitioned_is_repartitioned_by_the_next_full_write(
     assert folders == [f"week={w.isoformat()}" for w in weeks]
     one_week = read.where(f"week = DATE'{week}'").inputFiles()
     assert one_week and all(f"week={week}" in f for f in one_week)
+    # one file per week (Delta's optimized write), not one from each task of the frame
+    assert len(one_week) == 1, one_week
 
     # from now on a weekly write replaces that week's partition, and keeps the layout
-    again = _rows(spark, T, weeks[-1:], 2, 50.0)
+    again = _rows(spark, T, weeks[-1:], 2, 50.0).repartition(4)
     write_gated(
         spark, T, again, "{}", "run-3", local, checked, replace_where=f"week = DATE'{week}'"
     )
     assert _partitions(spark, path) == ["week"]
     expected = _rows(spark, T, weeks[:-1], 4, 7.0).unionByName(again)
-    assert _same(spark.read.format("delta").load(path).select(*T.column_names), expected)
+    read = spark.read.format("delta").load(path)
+    assert _same(read.select(*T.column_names), expected)
+    assert len(read.where(f"week = DATE'{week}'").inputFiles()) == 1
+
+
+def test_a_registered_table_whose_folder_was_wiped_gets_a_clear_error(
+    spark, settings, tmp_path
+) -> None:
+    import shutil
+
+    from gridlake.gold.io_signatures import GOLD_NODE_SATURATION
+    from gridlake.tabledef import TableLocationError, ensure_tables
+
+    db = "gridlake_test_wiped"
+    T = dataclasses.replace(GOLD_NODE_SATURATION, database=db)
+    local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
+    try:
+        ensure_tables(spark, [T], local)
+        _rows(spark, T, [date(2026, 11, 16)], 1, 0.0).write.format("delta").mode("append").save(
+            T.path(local)
+        )
+        shutil.rmtree(tmp_path / "warehouse" / db / T.name)  # a wiped disk, a moved folder
+        with pytest.raises(TableLocationError) as caught:
+            ensure_tables(spark, [T], local)
+        message = str(caught.value)
+        assert f"{db}.{T.name} is registered" in message
+        assert T.path(local) in message and f"DROP TABLE {db}.{T.name}" in message
+        # what the message says to do starts the table anew, empty
+        spark.sql(f"DROP TABLE {db}.{T.name}")
+        ensure_tables(spark, [T], local)
+        assert spark.table(f"{db}.{T.name}").count() == 0
+    finally:
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")

@@ -16,7 +16,8 @@ CREATE OR REPLACE VIEW grid.network_link_hourly (
   `max_excess_delay_ms` COMMENT 'Largest excess delay over the path\'s baseline in the hour (may be < 0), ms',
   `mean_loss` COMMENT 'Mean of the intervals\' packet loss fraction',
   `max_p_util_over_70_next` COMMENT 'Highest predicted probability of > 70 % utilisation in the next interval (null without a model)',
-  `week` COMMENT 'Monday of the ISO week of the hour (partition column)'
+  `week` COMMENT 'Monday of the ISO week of the hour (partition column)',
+  `link` COMMENT '\'source > destination\' site: the dashboards\' series label, stored (reading it is cheaper than a concat over a week of paths, done twice by a top-10 chart)'
 )
 COMMENT 'The 5-minute link status of gold.network_link_status summed per hour, for link status timelines over weeks (shares are of the hour\'s intervals with latency samples). Grain: one row per path (src_host, dst_host) and UTC hour with 5-minute intervals.'
 AS SELECT `src_site`,
@@ -34,5 +35,6 @@ AS SELECT `src_site`,
        `max_excess_delay_ms`,
        `mean_loss`,
        `max_p_util_over_70_next`,
-       `week`
+       `week`,
+       `link`
 FROM gold.network_link_hourly

@@ -494,12 +494,7 @@ def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run
                         table.partition_by)  # fmt: skip
             writer = table.repartitioning_writer(frame).option("userMetadata", meta)
         else:
-            writer = (
-                frame.write.format("delta")
-                .mode("overwrite")
-                .option("overwriteSchema", "false")
-                .option("userMetadata", meta)
-            )
+            writer = table.overwriter(frame).option("userMetadata", meta)
         if replace_where:
             writer = writer.option("replaceWhere", replace_where)
         writer.save(table.path(settings))

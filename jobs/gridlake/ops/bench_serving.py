@@ -125,6 +125,8 @@ def _frames(spark: Any, scale: ServingScale) -> dict[str, Any]:
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
+    from gridlake.gold.serving import link_label
+
     first = LATEST_WEEK - timedelta(weeks=scale.weeks - 1)
     sites = spark.range(scale.sites).select(
         F.col("id").alias("site_idx"), F.format_string("SITE-%03d", F.col("id") + 1).alias("site")
@@ -425,6 +427,7 @@ def _frames(spark: Any, scale: ServingScale) -> dict[str, Any]:
         (cong * 1.25 + 0.1 * _u(*lk, salt="x")).alias("max_excess_delay_ms"),
         F.when(busy, 0.01 * _u(*lk, salt="l")).otherwise(2e-6).alias("mean_loss"),
         "week",
+        link_label().alias("link"),
     )
     kinds = F.element_at(
         F.array(
@@ -641,14 +644,13 @@ def synthesise_gold(spark: Any, scale: ServingScale, settings: Settings) -> dict
     for name, df in _frames(spark, scale).items():
         table = tables[name]
         out = _fill(df, table)
-        # the layout the pipeline's overwrite leaves: its frames come out of a shuffle (a
-        # groupBy), so each of the shuffle's tasks writes a file into every partition it has
-        # rows for (a partitioned table gets shuffle-partitions files per week, not one)
+        # the layout the pipeline's overwrite leaves (Table.overwriter): its frames come out of
+        # a shuffle (a groupBy), rows of every week in every task
         out = out.repartition(settings.shuffle_partitions)
         if table.partitioning_differs(spark, settings):  # an instance from before a change
             table.repartitioning_writer(out).save(table.path(settings))
         else:
-            out.write.format("delta").mode("overwrite").save(table.path(settings))
+            table.overwriter(out).save(table.path(settings))
         counts[name] = spark.read.format("delta").load(table.path(settings)).count()
         print(f"   gold.{name}: {counts[name]:,} rows", flush=True)
     create_views(spark, settings)

@@ -904,8 +904,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger().setLevel(level)
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    from gridlake.tabledef import TableLocationError
+
     try:
         return int(args.func(args) or 0)
+    except TableLocationError as exc:
+        print(f"gridlake {args.command} FAILED: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     except Exception as exc:
         if not _no_space(exc):
             raise
@@ -922,6 +927,8 @@ def main(argv: list[str] | None = None) -> int:
 
 # Exit status of a command that ran out of disk space (EX_TEMPFAIL: run it again once freed).
 EXIT_NO_SPACE = 75
+# A registered table whose folder holds no Delta table (EX_CONFIG: an operator must decide).
+EXIT_CONFIG = 78
 
 
 def _no_space(exc: BaseException) -> bool:

@@ -142,8 +142,7 @@ LINK_HOURLY = Dataset(
         _m("mean_delay_ms", "AVG(mean_delay_ms)", "Mean delay ms", ".2f"),
         _m("mean_loss", "AVG(mean_loss)", "Mean loss", ".2e"),
     ),
-    table=_gold("network_link_hourly"),
-    calc_columns=(LINK_LABEL,),
+    table=_gold("network_link_hourly"),  # its link label is a stored column
     main_dttm_col="hour",
 )
 NODE_SATURATION = Dataset(
