@@ -37,7 +37,7 @@ status: ## show what runs
 demo: up ## the main job: simulated weeks -> Kafka -> Airflow DAGs -> gold, weekly reports, Superset; Airflow left running
 	@bash infra/demo.sh
 
-test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side; the warehouse shard's data built by make demo itself, cold then warm, on one week), then the fault trials' short form (GRIDLAKE_TEST_FAULTS=off skips it; GRIDLAKE_TEST_DEMO=full adds the shipped demo)
+test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side; the warehouse shard's data built by make demo itself, cold then warm, on one week), and the fault trials' short form as a third lane beside them (GRIDLAKE_TEST_FAULTS=off skips it; GRIDLAKE_TEST_DEMO=full adds the shipped demo)
 	@GRIDLAKE_TEST_DEMO=$${GRIDLAKE_TEST_DEMO:-short} GRIDLAKE_TEST_FAULTS=$${GRIDLAKE_TEST_FAULTS:-short} PYTEST_MARK="not nightly and not demo and not cluster and not faults" bash infra/test.sh $(PYTEST_ARGS)
 
 test-faults: install ## the fault trials in full: SIGKILL of publish, ingest, refine, analyze at seeded random moments (GRIDLAKE_FAULT_ROUNDS=5: 20 kills, ~90 min on 2 cores), each then checked against an uninterrupted run; refine on a full disk (a size-limited tmpfs) and with Derby restarted; Kafka restarted during publish and ingest; the node agent killed at random moments (8, half with the broker restarted); the Thrift Server killed while a dashboard loads; make test runs 1 round of ingest and refine kills
