@@ -563,24 +563,24 @@ def run(
         perf.take()  # counts from before the first interval belong to no record
     next_at = prev.at + interval
     n = 0
-    said = False
+    said = "yes"  # the last reason printed (a first one before perf's first second ends is
+    # not_counted; the real one, e.g. not_supported, follows and is printed too)
     while not stop and (count is None or n < count):
         delay = next_at - time.time()
         if delay > 0:
             time.sleep(delay)
         cur = read_counters(proc)
         counts = perf.take() if perf is not None else None
-        if perf is not None and counts is not None and not said:
-            if counts["counters_available"] != "yes":
-                why = perf.detail()
-                print(
-                    "gridlake agent: no hardware counters on this host "
-                    f"(counters_available={counts['counters_available']}"
-                    + (f": {why}" if why else "")
-                    + "); perf records carry null instructions and cycles",
-                    file=sys.stderr,
-                )
-            said = True
+        if counts is not None and counts["counters_available"] not in ("yes", said):
+            why = perf.detail() if perf is not None else ""
+            print(
+                "gridlake agent: no hardware counters on this host "
+                f"(counters_available={counts['counters_available']}"
+                + (f": {why}" if why else "")
+                + "); perf records carry null instructions and cycles",
+                file=sys.stderr,
+            )
+            said = counts["counters_available"]
         records = to_records(prev, cur, site, host, counts)
         lines = [json.dumps(r, separators=(",", ":")) for r in records]
         if not sink(lines):
