@@ -77,19 +77,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         first.add_marker(pytest.mark.timeout(7200))
 
 
-# make test runs two pytest processes side by side (infra/test.sh), one per shard, each on its
-# own instance: "warehouse" takes every module with a test on the demo warehouse (the gold_demo
-# fixture: the demo week through `make demo` itself, cold and warm, then Thrift and Superset),
-# "grid" all the others (the simulated grid, real samples, Airflow DAGs, unit tests), followed in
-# its lane by the fault trials' short form. A module is never split, so its fixtures are built
-# once. WAREHOUSE_TOO: modules of the grid's kind that run in the warehouse shard to balance the
-# lanes (none since the warehouse is built by `make demo`, which was make test's separate demo
-# test: last measured before, grid 2,364 s + demo 2,960 s against warehouse 4,817 s of which
-# its own build of the demo week 1,771 s; network analytics, job identity and the volume rule,
-# ~1,470 s, then moved to the grid shard). At 8570e23..fbd73db the grid lane took 2,071 s (shard
-# 1,885 s + fault trials 186 s) against the warehouse's 1,926 s: the volume rule moves back.
-# Incremental gold moved there at 00af398 and back at the next commit: 79 s in the grid lane,
-# 130-145 s in the warehouse's (beside the demo's build, load 6-11), whose lane then took 2,135 s.
+# make test runs two pytest processes side by side (infra/test.sh), one per shard, each on its own
+# instance: "warehouse" takes every module with a test on the demo warehouse (the gold_demo fixture:
+# the demo week through `make demo` itself, cold and warm, then Thrift and Superset), "grid" all the
+# others (the simulated grid, real samples, Airflow DAGs, unit tests); the fault trials' short form
+# runs as a third lane beside them. A module is never split, so its fixtures are built once.
+# WAREHOUSE_TOO: modules of the grid's kind that run in the warehouse shard to balance the lanes
+# (none since the warehouse is built by `make demo`, which was make test's separate demo test: last
+# measured before, grid 2,364 s + demo 2,960 s against warehouse 4,817 s of which its own build of
+# the demo week 1,771 s; network analytics, job identity and the volume rule, ~1,470 s, then moved
+# to the grid shard). At 8570e23..fbd73db the grid lane took 2,071 s (shard 1,885 s + fault trials
+# 186 s) against the warehouse's 1,926 s: the volume rule moves back. Incremental gold moved there
+# at 00af398 and back at the next commit: 79 s in the grid lane, 130-145 s in the warehouse's
+# (beside the demo's build, load 6-11), whose lane then took 2,135 s.
 SHARDS = ("warehouse", "grid")
 WAREHOUSE_TOO: set[str] = {
     "tests.test_volume_rule",  # ~60 s under load; its own warehouse folder, safe beside the demo
