@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gridlake.ops.compare import compare, differences
+from gridlake.spark import rows_frame
 from gridlake.tabledef import Column, Table
 
 KEYED = Table(
@@ -32,7 +33,7 @@ SCHEMA = "site string, vo string, jobs bigint, cpu_efficiency double"
 
 
 def _diff(spark, left, right, table=KEYED, schema=SCHEMA):
-    rows = differences(spark.createDataFrame(left, schema), spark.createDataFrame(right, schema),
+    rows = differences(rows_frame(spark, left, schema), rows_frame(spark, right, schema),
                        table).collect()  # fmt: skip
     return sorted((tuple(r)[:-1], r["difference"]) for r in rows)
 
@@ -70,9 +71,7 @@ def test_rows_on_one_side_only(spark):
 def test_a_table_without_a_key_is_a_multiset(spark, right, same):
     schema = "link string, value double"
     left = [("a", 1.0), ("a", 1.0), ("b", 0.0)]
-    result = compare(
-        spark.createDataFrame(left, schema), spark.createDataFrame(right, schema), UNKEYED
-    )
+    result = compare(rows_frame(spark, left, schema), rows_frame(spark, right, schema), UNKEYED)
     assert result.same is same, result
     assert result.rows_left == 3 and result.rows_right == len(right)
     assert (result.example == "") is same

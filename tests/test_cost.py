@@ -26,6 +26,7 @@ from gridlake.gold.efficiency import GOLD_JOB_LENGTH_ADVICE
 from gridlake.gold.speed_factors import GOLD_CPU_SPEED_FACTORS
 from gridlake.gold.whatif import load_scenario, parse_scenario, whatif
 from gridlake.settings import REPO_ROOT
+from gridlake.spark import rows_frame
 
 # --------------------------------------------------------------------------------------------
 # The worked example of jobs/gridlake/gold/README.md (job type reco, sites A and B, one week)
@@ -131,13 +132,13 @@ def _interval(cost_value: float, s: float) -> tuple[float, float]:
 
 @pytest.fixture(scope="module")
 def example(spark):
-    jobs = spark.createDataFrame(EXAMPLE_JOBS, JOBS_DDL)
+    jobs = rows_frame(spark, EXAMPLE_JOBS, JOBS_DDL)
     out = cost.compute(
         jobs,
-        spark.createDataFrame(EXAMPLE_FACTORS, FACTORS_DDL),
-        spark.createDataFrame(EXAMPLE_ANOMALIES, ANOMALIES_DDL),
-        spark.createDataFrame(EXAMPLE_PROFILE, PROFILE_DDL),
-        spark.createDataFrame(EXAMPLE_MATRIX, MATRIX_DDL),
+        rows_frame(spark, EXAMPLE_FACTORS, FACTORS_DDL),
+        rows_frame(spark, EXAMPLE_ANOMALIES, ANOMALIES_DDL),
+        rows_frame(spark, EXAMPLE_PROFILE, PROFILE_DDL),
+        rows_frame(spark, EXAMPLE_MATRIX, MATRIX_DDL),
         cost.prices_frame(spark, tuple(EXAMPLE_PRICES)),
     )
     assert set(out) == {t.full_name for t in cost.TABLES}
@@ -217,7 +218,7 @@ def test_methods_show_the_worked_example(example) -> None:
 
 
 def test_prices_are_versioned_and_missing_prices_stay_missing(spark) -> None:
-    sites = spark.createDataFrame([("A",), ("B",), ("C",)], "site string")
+    sites = rows_frame(spark, [("A",), ("B",), ("C",)], "site string")
     prices = cost.prices_frame(spark, tuple(EXAMPLE_PRICES))
     got = {r.site: (r.price_per_core_hour, r.price_version)
            for r in cost.resolve_prices(prices, sites).collect()}  # fmt: skip
@@ -238,7 +239,7 @@ def test_missing_evidence_gives_nulls_never_zeros(spark) -> None:
         _job("c1", "C", "t1", "M9", "success", 1000, 800, 100, 1.0),
         _job("d1", "D", "t1", "M1", "failed", 1000, 500, None, 0.5),
     ]
-    jobs = spark.createDataFrame(EXAMPLE_JOBS + extra, JOBS_DDL)
+    jobs = rows_frame(spark, EXAMPLE_JOBS + extra, JOBS_DDL)
     anomalies = [
         *EXAMPLE_ANOMALIES,
         ("reco", "C", "ALL", 1.0, 0.9, 1.1, 1),
@@ -248,8 +249,8 @@ def test_missing_evidence_gives_nulls_never_zeros(spark) -> None:
         r.site: r
         for r in cost.site_workflow_cost(
             jobs,
-            spark.createDataFrame(EXAMPLE_FACTORS, FACTORS_DDL),
-            spark.createDataFrame(anomalies, ANOMALIES_DDL),
+            rows_frame(spark, EXAMPLE_FACTORS, FACTORS_DDL),
+            rows_frame(spark, anomalies, ANOMALIES_DDL),
             None,
             cost.prices_frame(spark),
         ).collect()
@@ -442,7 +443,7 @@ def _conformed(spark, table, rows):
         )
         for d in rows
     ]  # fmt: skip
-    return spark.createDataFrame(data, schema)
+    return rows_frame(spark, data, schema)
 
 
 @pytest.fixture(scope="module")
@@ -560,9 +561,9 @@ def test_job_type_without_its_own_fit_takes_the_all_fit(spark) -> None:
     rows = {
         (r.site, r.job_type): r
         for r in cost.site_workflow_cost(
-            spark.createDataFrame(EXAMPLE_JOBS + gen, JOBS_DDL),
-            spark.createDataFrame(factors, FACTORS_DDL),
-            spark.createDataFrame(anomalies, ANOMALIES_DDL),
+            rows_frame(spark, EXAMPLE_JOBS + gen, JOBS_DDL),
+            rows_frame(spark, factors, FACTORS_DDL),
+            rows_frame(spark, anomalies, ANOMALIES_DDL),
             None,
             cost.prices_frame(spark),
         ).collect()

@@ -20,6 +20,7 @@ from gridlake.reference.cpu_models import (
     reference_rows,
 )
 from gridlake.settings import REPO_ROOT
+from gridlake.spark import rows_frame
 
 BENCH = REPO_ROOT.parent / "shared" / "realdata" / "hepix-benchmark-scores"
 HS23_FILES = ("HS23scores.csv", "jobprobes_withHS23.csv")
@@ -383,7 +384,7 @@ def test_normalise_col_equals_normalise(spark):
     from gridlake.reference.cpu_models import normalise_col
 
     models = all_realdata_models() + EDGE_STRINGS
-    df = spark.createDataFrame([(m,) for m in models], "model string")
+    df = rows_frame(spark, [(m,) for m in models], "model string")
     got = {
         r["model"]: r["norm"]
         for r in df.select("model", normalise_col(F.col("model")).alias("norm")).collect()
@@ -405,7 +406,7 @@ def test_with_cpu_info(spark):
         ("j5", None),  # unknown
         ("j6", "AMD EPYC 7302 16-Core Processor"),  # exact
     ]
-    df = spark.createDataFrame(rows, "job_id string, cpu_model string")
+    df = rows_frame(spark, rows, "job_id string, cpu_model string")
     out = with_cpu_info(df)
     assert out.columns == [
         "job_id",
@@ -459,7 +460,7 @@ def test_with_cpu_info_agrees_with_classify(spark):
         + [m for m, _, _ in HAND_CHECKED_FAMILY_ONLY]
         + [m for m in MUST_STAY_UNKNOWN if m]
     )
-    df = spark.createDataFrame([(m,) for m in sorted(set(models))], "model string")
+    df = rows_frame(spark, [(m,) for m in sorted(set(models))], "model string")
     out = with_cpu_info(df, model_col="model").collect()
     assert len(out) == len(set(models))
     for r in out:

@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from gridlake.serving.report import parse_week, report_dir, site_file_stem
 from gridlake.settings import get_settings
+from gridlake.spark import rows_frame
 
 from .airflow_helpers import (
     airflow_pids,
@@ -146,7 +147,7 @@ def test_grid_ingest_lands_the_demo_week_in_silver(demo_dag_runs, gold_demo, spa
     bronze, clean, duplicates, quarantined = map(int, got.groups())
     assert bronze == published == clean + duplicates + quarantined
     assert (clean, quarantined) == (published, 0)
-    ids = spark.createDataFrame([(j["job_id"],) for j in gold_demo.jobs], "job_id string")
+    ids = rows_frame(spark, [(j["job_id"],) for j in gold_demo.jobs], "job_id string")
     silver = spark.read.format("delta").load(SILVER_JOBS.path()).select("job_id")
     assert ids.join(silver, "job_id", "left_anti").count() == 0
 

@@ -29,6 +29,7 @@ from gridlake.sources.htcondor import read_condor_history
 from gridlake.sources.pbs import read_pbs
 from gridlake.sources.slurm import read_sacct
 from gridlake.sources.swf import read_swf
+from gridlake.spark import rows_frame
 
 from .conftest import REALDATA
 from .test_adapters_jobs import CONDOR_ADS, EXTRA_ATTRS, SACCT_ROWS, split
@@ -264,7 +265,8 @@ def test_spark_classifier_equals_the_python_one(spark, examples) -> None:
     ]  # fmt: skip
     rows += [(len(rows), "success", "slurm", None, 0, "cms"),
              (len(rows) + 1, "failed", "swf", None, None, "g1")]  # fmt: skip
-    df = spark.createDataFrame(
+    df = rows_frame(
+        spark,
         rows, "i int, status string, source_format string, failure_mode string, "
         "exit_code bigint, vo string",
     )  # fmt: skip
@@ -336,7 +338,8 @@ def test_failure_causes_weekly_by_hand(spark) -> None:
         ("2024-03-04", "B", "success", None, 0, "cms", 1800.0),
         ("2024-03-11", "A", "failed", "preempted", None, "cms", 3600.0),
     ]
-    jobs = spark.createDataFrame(
+    jobs = rows_frame(
+        spark,
         [(w, s, st, m, c, vo, cs, "slurm") for w, s, st, m, c, vo, cs in rows],
         "week string, site string, status string, failure_mode string, exit_code bigint, "
         "vo string, cores_wall_seconds double, source_format string",

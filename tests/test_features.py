@@ -7,6 +7,7 @@ from datetime import date, datetime
 import pytest
 
 from gridlake.silver.features import job_buckets, job_node_features
+from gridlake.spark import rows_frame
 
 JOBS = (
     "job_id string, site string, host string, start_time timestamp, end_time timestamp, week date"
@@ -26,14 +27,16 @@ def t(h: int, m: int = 0) -> datetime:
 
 
 def test_interval_edges_buckets_and_aggregates(spark) -> None:
-    jobs = spark.createDataFrame(
+    jobs = rows_frame(
+        spark,
         [
             ("j1", "S", "wn1", t(10, 30), t(12, 30), date(2026, 11, 16)),
             ("j2", "S", "wn2", t(10), t(11), date(2026, 11, 16)),  # no samples on wn2
         ],
         JOBS,
     )
-    vm = spark.createDataFrame(
+    vm = rows_frame(
+        spark,
         [
             ("wn1", t(10, 29), "vmstat", 99.0, 99.0, 9.0, 9.0, 9.0, 1.0, 60.0),  # before start
             ("wn1", t(10, 30), "vmstat", 80.0, 5.0, 0.0, 0.0, 0.0, 1000.0, 60.0),  # at start
@@ -45,7 +48,8 @@ def test_interval_edges_buckets_and_aggregates(spark) -> None:
         ],
         VM,
     )
-    disks = spark.createDataFrame(
+    disks = rows_frame(
+        spark,
         [
             ("wn1", t(11, 0), "sda", 90.0, 30.0, 100.0, 10.0),
             ("wn1", t(11, 0), "sdb", 10.0, 50.0, 20.0, 5.0),  # busiest = 90, slowest = 50
@@ -74,7 +78,7 @@ def test_interval_edges_buckets_and_aggregates(spark) -> None:
 
 
 def test_a_job_spans_one_bucket_per_hour_it_touches(spark) -> None:
-    jobs = spark.createDataFrame([("j", "S", "h", t(10, 59), t(13, 0), date(2026, 11, 16))], JOBS)
+    jobs = rows_frame(spark, [("j", "S", "h", t(10, 59), t(13, 0), date(2026, 11, 16))], JOBS)
     assert job_buckets(jobs).count() == 4  # 10h, 11h, 12h, 13h
 
 
@@ -105,7 +109,7 @@ def test_refresh_catches_up_with_every_batch_and_recomputes_only_touched_jobs(
     for table in (SILVER_JOBS, SILVER_NODE_SAMPLES, SILVER_NODE_DISK_SAMPLES, BATCH_AUDIT,
                   SILVER_JOB_NODE_FEATURES):  # fmt: skip
         ddl = ", ".join(f"`{c.name}` {c.ddl_type}" for c in table.columns)
-        empty = spark.createDataFrame([], ddl).write.format("delta")
+        empty = rows_frame(spark, [], ddl).write.format("delta")
         empty.partitionBy(*table.partition_by).save(table.path(local))
 
     def append(table, df) -> None:
@@ -125,20 +129,22 @@ def test_refresh_catches_up_with_every_batch_and_recomputes_only_touched_jobs(
                 dated = df.withColumn("sample_date", F.to_date("ts"))
                 append(table, dated.withColumn("_batch_id", F.lit(batch_id)))
         finished += timedelta(minutes=15)
-        audit = spark.createDataFrame(
+        audit = rows_frame(
+            spark,
             [(batch_id, batch_id.split("-")[0], finished)],
             "batch_id string, input string, finished_at timestamp",
         )
         append(BATCH_AUDIT, audit)
 
     week = date(2026, 11, 16)
-    jobs = lambda *rows: spark.createDataFrame(list(rows), JOBS)  # noqa: E731
-    vm = lambda *rows: spark.createDataFrame(  # noqa: E731
-        [(h, ts, "vmstat", us, wa, 0.0, 0.0, 0.0, 100.0, 60.0) for h, ts, us, wa in rows], VM
-    )
-    disks = lambda *rows: spark.createDataFrame(  # noqa: E731
-        [(h, ts, "sda", u, 5.0, 10.0, 1.0) for h, ts, u in rows], DISK
-    )
+    jobs = lambda *rows: rows_frame(spark, list(rows), JOBS)  # noqa: E731
+
+    def vm(*rows):
+        vm_rows = [(h, ts, "vmstat", us, wa, 0.0, 0.0, 0.0, 100.0, 60.0) for h, ts, us, wa in rows]
+        return rows_frame(spark, vm_rows, VM)
+
+    def disks(*rows):
+        return rows_frame(spark, [(h, ts, "sda", u, 5.0, 10.0, 1.0) for h, ts, u in rows], DISK)
 
     def features() -> dict[str, tuple]:
         df = spark.read.format("delta").load(SILVER_JOB_NODE_FEATURES.path(local))

@@ -43,6 +43,7 @@ from gridlake.gold.site_efficiency import (
     site_efficiency_weekly,
     site_jobtype_efficiency_weekly,
 )
+from gridlake.spark import rows_frame
 
 # The silver.jobs columns the gold transforms read, in tuple order.
 JOB_COLUMNS = (
@@ -129,7 +130,7 @@ def job(
 
 
 def jobs_df(spark, rows):
-    return spark.createDataFrame(rows, JOBS_DDL)
+    return rows_frame(spark, rows, JOBS_DDL)
 
 
 # --------------------------------------------------------------------------------------------
@@ -800,8 +801,10 @@ def test_peer_baselines_equal_the_median_and_mad_of_every_rows_peers(spark) -> N
         size = 1 + g % 9
         values = [round(rng.gauss(0, 1), 1 if g % 3 == 0 else 6) for _ in range(size)]  # ties
         rows += [("r", f"w{g % 4}", f"jt{g}", f"e{i}", v) for i, v in enumerate(values)]
-    df = spark.createDataFrame(
-        rows, "rule_id string, week string, job_type string, entity_value string, _log double"
+    df = rows_frame(
+        spark,
+        rows,
+        "rule_id string, week string, job_type string, entity_value string, _log double",
     )
     got = {
         (r.job_type, r.entity_value): r

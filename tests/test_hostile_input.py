@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from gridlake.contracts import contract
 from gridlake.sources.base import RAW_LIMIT, Rejected
 from gridlake.sources.publish import MAX_LINE_BYTES, _canonical_lines, classify_bytes
+from gridlake.spark import rows_frame
 
 from .conftest import REALDATA
 
@@ -153,7 +154,7 @@ def _silver_reasons(spark, name: str, lines: list[bytes]) -> list[list[str]]:
     from gridlake.silver.validate import parse_and_validate
 
     rows = [(raw.decode("utf-8", errors="replace"), i) for i, raw in enumerate(lines)]
-    df = spark.createDataFrame(rows, "value string, i long")
+    df = rows_frame(spark, rows, "value string, i long")
     out = parse_and_validate(df, contract(name)).select("i", "_reasons").collect()
     return [r._reasons for r in sorted(out, key=lambda r: r.i)]
 

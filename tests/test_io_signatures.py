@@ -37,6 +37,7 @@ from gridlake.silver.files import silver_jobs_from_jsonl, silver_nodes_from_json
 from gridlake.sources.agent import read_counters, to_records
 from gridlake.sources.base import Rejected
 from gridlake.sources.registry import reader_for
+from gridlake.spark import rows_frame
 
 from .conftest import REALDATA
 
@@ -136,8 +137,8 @@ HAND_EXPECTED = {
 
 @pytest.fixture(scope="module")
 def hand(spark):
-    jobs = spark.createDataFrame(HAND_JOBS, JOBS_DDL)
-    feats = spark.createDataFrame(HAND_FEATURES, FEAT_DDL)
+    jobs = rows_frame(spark, HAND_JOBS, JOBS_DDL)
+    feats = rows_frame(spark, HAND_FEATURES, FEAT_DDL)
     return jobs, feats
 
 
@@ -184,7 +185,7 @@ def test_shared_nodes_overlap_counts_and_core_share(spark) -> None:
         jrow("E", host="b", wall=3 * 3600, start=T0),
         jrow("F", host="b", wall=2 * 3600, start=T0 + h / 2),
     ]
-    out = _by_id(io.node_overlap(spark.createDataFrame(rows, JOBS_DDL)))
+    out = _by_id(io.node_overlap(rows_frame(spark, rows, JOBS_DDL)))
     assert {k: r.other_jobs_on_node for k, r in out.items()} == {
         "A": 1, "B": 1, "C": 0, "E": 1, "F": 1,
     }  # fmt: skip
@@ -219,12 +220,14 @@ def test_new_rule_version_rescores_and_is_recorded(spark, hand) -> None:
     assert resolved["wa_mean_min"] == R["wa_mean_min"]
     # node saturation re-scored: a disk at 90% util p95 is no longer saturated under version 3
     ts = datetime(2026, 11, 17, 10, 5)
-    vm = spark.createDataFrame(
+    vm = rows_frame(
+        spark,
         [("S", "n1", ts, "vmstat", 20.0, 30.0, 2.0, 0.0, 0.0, 1000.0)],
         "site string, host string, ts timestamp, kind string, us double, wa double, b double, "
         "si double, so double, cache_kb double",
     )
-    disks = spark.createDataFrame(
+    disks = rows_frame(
+        spark,
         [("S", "n1", ts, "sda", 90.0, 5.0, 10.0, 10.0)],
         "site string, host string, ts timestamp, device string, util_pct double, "
         "r_await_ms double, rkb_s double, wkb_s double",
@@ -238,11 +241,13 @@ def test_new_rule_version_rescores_and_is_recorded(spark, hand) -> None:
 
 def test_compute_returns_every_table_conformed(spark, hand) -> None:
     jobs, feats = hand
-    empty_vm = spark.createDataFrame(
+    empty_vm = rows_frame(
+        spark,
         [], "site string, host string, ts timestamp, kind string, us double, wa double, "
         "b double, si double, so double, cache_kb double",
     )  # fmt: skip
-    empty_disks = spark.createDataFrame(
+    empty_disks = rows_frame(
+        spark,
         [], "site string, host string, ts timestamp, device string, util_pct double, "
         "r_await_ms double, rkb_s double, wkb_s double",
     )  # fmt: skip

@@ -14,6 +14,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from gridlake.gold import ipc
+from gridlake.spark import rows_frame
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +51,8 @@ def _perf(host, ts, shares: dict[str, float], core_seconds: float, status="yes")
 
 
 def test_a_host_worked_by_hand(spark):
-    jobs = spark.createDataFrame(
+    jobs = rows_frame(
+        spark,
         [
             _job("A", "h1", "x", "10:00", "10:30", 1800),  # 1 core busy
             _job("B", "h1", "y", "10:20", "11:10", 6000),  # 2 cores busy, across the hour
@@ -66,7 +68,8 @@ def test_a_host_worked_by_hand(spark):
     #   10:30  A 600, B 1200        -> x 1/3, y 2/3
     #   10:40  B 1200               -> y 1
     #   11:05  B 1200, C 300        -> x 0.2, y 0.8 (10:55-11:05: B must count once, not twice)
-    samples = spark.createDataFrame(
+    samples = rows_frame(
+        spark,
         [
             _perf("h1", "10:10", {"x": 1.0}, 600),
             _perf("h1", "10:20", {"x": 1.0}, 600),
@@ -107,15 +110,18 @@ def test_a_host_worked_by_hand(spark):
 
 
 def test_job_types_that_always_ran_together_are_not_identified(spark):
-    jobs = spark.createDataFrame(
+    jobs = rows_frame(
+        spark,
         [
             _job("A", "h1", "x", "10:00", "11:00", 3600),
             _job("B", "h1", "y", "10:00", "11:00", 3600),
         ],
         JOB_SCHEMA,
     )
-    samples = spark.createDataFrame(
-        [_perf("h1", f"10:{m}0", {"x": 0.5, "y": 0.5}, 1200) for m in range(1, 6)], SAMPLE_SCHEMA
+    samples = rows_frame(
+        spark,
+        [_perf("h1", f"10:{m}0", {"x": 0.5, "y": 0.5}, 1200) for m in range(1, 6)],
+        SAMPLE_SCHEMA,
     )
     assert ipc.compute(samples, jobs, min_samples=1)["gold.ipc_by_microarchitecture"].count() == 0
 

@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from gridlake.spark import rows_frame
+
 from .test_validate import GOOD
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -45,7 +47,7 @@ def _build_empty_warehouse(spark, local) -> None:
 
     for t in (SILVER_JOBS, QUARANTINE_JOBS, BATCH_AUDIT, QUALITY_RESULTS, FEATURES):
         ddl = ", ".join(f"`{c.name}` {c.ddl_type}" for c in t.columns)
-        writer = spark.createDataFrame([], ddl).write.format("delta")
+        writer = rows_frame(spark, [], ddl).write.format("delta")
         if t.partition_by:
             writer = writer.partitionBy(*t.partition_by)
         writer.save(t.path(local))
@@ -61,8 +63,10 @@ def _batch(spark, local, n: int, records: list[tuple[str, int, datetime]]) -> No
     from gridlake.silver.refine import SPECS, RefineStats, process_batch
 
     rows = [(value, "grid.jobs", 0, offset, ts) for value, offset, ts in records]
-    bronze = spark.createDataFrame(
-        rows, "value string, topic string, partition int, offset long, kafka_timestamp timestamp"
+    bronze = rows_frame(
+        spark,
+        rows,
+        "value string, topic string, partition int, offset long, kafka_timestamp timestamp",
     )
     process_batch(spark, SPECS["jobs"], bronze, n, local, RefineStats())
 
@@ -84,7 +88,7 @@ def test_a_resent_job_moved_to_another_week_keeps_one_row(spark, warehouse) -> N
     feat = SILVER_JOB_NODE_FEATURES
     from pyspark.sql import functions as F
 
-    one = spark.createDataFrame([("a", datetime(2026, 11, 16).date())], "job_id string, week date")
+    one = rows_frame(spark, [("a", datetime(2026, 11, 16).date())], "job_id string, week date")
     planted = one.select(
         *[F.col(c.name) if c.name in ("job_id", "week")
           else F.lit(None).cast(c.ddl_type).alias(c.name) for c in feat.columns]
@@ -202,7 +206,7 @@ def _bronze(spark, local, records: list[tuple[str, int]]) -> None:
 
     rows = [(v, "grid.jobs", 0, off, T0) for v, off in records]
     ddl = "value string, topic string, partition int, offset long, kafka_timestamp timestamp"
-    df = spark.createDataFrame(rows, ddl).select(
+    df = rows_frame(spark, rows, ddl).select(
         "*", F.lit(None).cast("string").alias("key"), F.current_timestamp().alias("ingested_at"),
         F.current_date().alias("ingest_date"),
     )  # fmt: skip

@@ -18,6 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from gridlake.gold import network as N
+from gridlake.spark import rows_frame
 
 SIM = {
     "start": date(2026, 10, 7),  # a Wednesday: Saturday and Sunday are the last two days
@@ -115,8 +116,8 @@ def _episode_frame(spark, planted, margin_minutes: int = 0):
         )
         for i, e in enumerate(planted["congestion_episodes"])
     ]
-    return spark.createDataFrame(
-        rows, "e_src STRING, e_dst STRING, e_start TIMESTAMP, e_end TIMESTAMP, episode INT"
+    return rows_frame(
+        spark, rows, "e_src STRING, e_dst STRING, e_start TIMESTAMP, e_end TIMESTAMP, episode INT"
     )
 
 
@@ -166,7 +167,7 @@ def _latency_rows(spark, values, start=datetime(2026, 10, 7, 0, 0, 30)):
         "test STRING, delay_median_ms DOUBLE, delay_min_ms DOUBLE, delay_sd_ms DOUBLE, "
         "packet_loss DOUBLE, throughput_bps DOUBLE"
     )
-    return spark.createDataFrame(rows, schema)
+    return rows_frame(spark, rows, schema)
 
 
 def test_labels_are_the_next_interval(spark):
@@ -177,8 +178,8 @@ def test_labels_are_the_next_interval(spark):
         ("A", "B", datetime(2026, 10, 7, 0, 6), 0.9),  # interval 00:05 -> mean 0.9
     ]
     lab = N.interval_labels(
-        spark.createDataFrame(
-            rows, "src_site STRING, dst_site STRING, ts TIMESTAMP, utilisation DOUBLE"
+        rows_frame(
+            spark, rows, "src_site STRING, dst_site STRING, ts TIMESTAMP, utilisation DOUBLE"
         )
     )
     got = {r["interval_start"]: (r["next_utilisation"], r["label"]) for r in lab.collect()}
@@ -609,7 +610,8 @@ def test_model_saved_at_the_edge(spark, settings, tmp_path):
     b = _latency_rows(spark, [(7.0, 6.9, 0.0)] * 180).replace("A", "C", subset=["src_site"])
     net = a.unionByName(b)
     t0 = datetime(2026, 10, 7, 0, 0, 30)
-    labels = spark.createDataFrame(
+    labels = rows_frame(
+        spark,
         [
             (src, "B", t0 + timedelta(minutes=i), 0.9 if src == "A" and 55 <= i < 115 else 0.3)
             for src in ("A", "C")

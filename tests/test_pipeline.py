@@ -21,6 +21,7 @@ from gridlake.catalog import (
     SILVER_JOBS,
 )
 from gridlake.settings import get_settings
+from gridlake.spark import rows_frame
 
 from .conftest import gridlake_cli
 from .test_validate import GOOD
@@ -628,7 +629,8 @@ def test_a_mostly_bad_batch_is_refused_whole_and_nothing_is_written(spark, gold_
     good = [json.dumps({**GOOD, "job_id": f"breaker-{i}"}) for i in range(40)]
     bad = [json.dumps({**GOOD, "job_id": f"breaker-bad-{i}", "cores": 0}) for i in range(160)]
     ts = datetime(2026, 11, 20)
-    bronze = spark.createDataFrame(
+    bronze = rows_frame(
+        spark,
         [(v, "grid.jobs", 0, 10_000_000 + i, ts) for i, v in enumerate(good + bad)],
         "value string, topic string, partition int, offset long, kafka_timestamp timestamp",
     )
@@ -647,7 +649,8 @@ def test_a_record_neither_clean_nor_quarantined_refuses_the_batch(spark, gold_de
 
     spec = SPECS["jobs"]
     lines = [json.dumps({**GOOD, "job_id": f"unaccounted-{i}"}) for i in range(5)]
-    bronze = spark.createDataFrame(
+    bronze = rows_frame(
+        spark,
         [(v, "grid.jobs", 0, 20_000_000 + i, datetime(2026, 11, 20)) for i, v in enumerate(lines)],
         "value string, topic string, partition int, offset long, kafka_timestamp timestamp",
     )

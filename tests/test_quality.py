@@ -10,14 +10,17 @@ import pytest
 from gridlake.catalog import SILVER_JOBS
 from gridlake.quality import QualityGateError, gate, run_checks
 from gridlake.silver.jobs import clean_rows, validate_jobs
+from gridlake.spark import rows_frame
 
 from .test_validate import GOOD
 
 
 def _silver(spark, records):
     rows = [(json.dumps(r), "grid.jobs", 0, i, None) for i, r in enumerate(records)]
-    df = spark.createDataFrame(
-        rows, "value string, topic string, partition int, offset long, kafka_timestamp timestamp"
+    df = rows_frame(
+        spark,
+        rows,
+        "value string, topic string, partition int, offset long, kafka_timestamp timestamp",
     )
     return clean_rows(validate_jobs(df), "b")
 
@@ -56,12 +59,12 @@ def test_gate_finds_a_duplicate_key_and_names_it(spark) -> None:
     other = row | {"vo": "cms"}
     ddl = ", ".join(f"`{c.name}` {c.ddl_type}" for c in T.columns)
     recorded = []
-    ok = gate(T, spark.createDataFrame([row, other], ddl), record=recorded.extend)
+    ok = gate(T, rows_frame(spark, [row, other], ddl), record=recorded.extend)
     assert [r.check.kind for r in ok if r.check.kind == "unique_key"] == ["unique_key"]
     assert all(r.success for r in ok) and recorded == ok
     with pytest.raises(QualityGateError, match=r"unique_key\(week,site,vo\) 2 rows with "
                        r"week=2026-11-16, site=PIC, vo=atlas"):  # fmt: skip
-        gate(T, spark.createDataFrame([row, other, row], ddl))
+        gate(T, rows_frame(spark, [row, other, row], ddl))
 
 
 def test_gate_refuses_a_collapsed_row_count_unless_the_table_follows_thresholds(spark) -> None:
@@ -72,7 +75,7 @@ def test_gate_refuses_a_collapsed_row_count_unless_the_table_follows_thresholds(
     rows = [
         {"week": date(2026, 11, 16), "site": f"S{i}", "vo": "atlas", "jobs": 1} for i in range(4)
     ]
-    df = spark.createDataFrame([{c.name: r.get(c.name) for c in T.columns} for r in rows], ddl)
+    df = rows_frame(spark, [{c.name: r.get(c.name) for c in T.columns} for r in rows], ddl)
     assert gate(T, df, previous_rows=8)  # half the previous rows: still accepted
     with pytest.raises(
         QualityGateError, match=r"row_count_vs_previous.*4 rows, previous version 9"
@@ -122,7 +125,7 @@ def test_native_checks_agree_with_great_expectations(spark) -> None:
         ("r", "k3", -0.5, False, 5, None, None),
         ("s", None, None, None, None, None, None),
     ]
-    df = spark.createDataFrame(rows, ", ".join(cols))
+    df = rows_frame(spark, rows, ", ".join(cols))
     native, reference = run_checks(t, df), run_checks_gx(t, df)
     for n, r in zip(native, reference, strict=True):
         assert n.check == r.check

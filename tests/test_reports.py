@@ -38,6 +38,7 @@ from gridlake.serving.report import (
 )
 from gridlake.serving.report import queries as rq
 from gridlake.serving.views import view_columns
+from gridlake.spark import rows_frame
 
 from .test_gold_efficiency import job, jobs_df
 
@@ -156,7 +157,7 @@ def _view(spark, table, rows):
     assert not unknown, f"{table.name} has no columns {unknown}"
     schema = ", ".join(f"`{c.name}` {c.ddl_type}" for c in cols)
     data = [tuple(r.get(c.name) for c in cols) for r in rows]
-    spark.createDataFrame(data, schema).createOrReplaceGlobalTempView(table.name)
+    rows_frame(spark, data, schema).createOrReplaceGlobalTempView(table.name)
 
 
 def _eff(week, site, vo, core, cpu, jobs=10, failed=0, badput=0.0, retry=0.0):

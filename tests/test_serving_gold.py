@@ -8,6 +8,7 @@ import pytest
 
 from gridlake.gold.network import GOLD_NETWORK_LINK_STATUS
 from gridlake.gold.serving import network_link_hourly
+from gridlake.spark import rows_frame
 
 
 def status_row(src, dst, start, samples, delay, loss, excess, quiet, congested, p=None):
@@ -48,7 +49,7 @@ def test_hourly_link_status_by_hand(spark) -> None:
         status_row("B", "A", t(2026, 11, 22, 10, 30), 3, 9.0, 0.0, None, None, None),
     ]
     schema = ", ".join(f"{c.name} {c.ddl_type}" for c in GOLD_NETWORK_LINK_STATUS.columns)
-    df = spark.createDataFrame(rows, schema=schema)
+    df = rows_frame(spark, rows, schema=schema)
     got = {(r.src_site, r.hour): r.asDict() for r in network_link_hourly(df).collect()}
     assert set(got) == {
         ("A", t(2026, 11, 22, 10)),

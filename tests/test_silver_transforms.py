@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from gridlake.silver.common import with_content_hash
 from gridlake.silver.network import resolve_sites, site_directory
 from gridlake.silver.nodes import clean_node_rows, explode_disks, validate_nodes
+from gridlake.spark import rows_frame
 
 KAFKA = "value string, topic string, partition int, offset long, kafka_timestamp timestamp"
 
@@ -17,7 +18,7 @@ KAFKA = "value string, topic string, partition int, offset long, kafka_timestamp
 def _bronze(spark, records):
     ts = datetime(2026, 11, 16, 12)
     rows = [(json.dumps(r), "grid.nodes", 0, i, ts) for i, r in enumerate(records)]
-    return spark.createDataFrame(rows, KAFKA)
+    return rows_frame(spark, rows, KAFKA)
 
 
 def test_iostat_disks_explode_one_row_per_device(spark) -> None:
@@ -60,7 +61,8 @@ def test_iostat_disks_explode_one_row_per_device(spark) -> None:
 
 def test_sites_are_resolved_from_host_domains_without_guessing(spark) -> None:
     cols = "src_host string, dst_host string, src_site string, dst_site string"
-    known = spark.createDataFrame(
+    known = rows_frame(
+        spark,
         [
             ("ps1.cern.ch", "ps1.gridka.de", "CERN-PROD", "FZK-LCG2"),
             # two sites share one domain: ambiguous, never used to resolve
@@ -69,7 +71,8 @@ def test_sites_are_resolved_from_host_domains_without_guessing(spark) -> None:
         ],
         cols,
     )
-    todo = spark.createDataFrame(
+    todo = rows_frame(
+        spark,
         [
             ("ps9.cern.ch", "ps7.gridka.de", None, None),  # both resolvable
             ("ps5.shared.org", "ps7.gridka.de", None, "FZK-LCG2"),  # ambiguous source
@@ -87,7 +90,7 @@ def test_sites_are_resolved_from_host_domains_without_guessing(spark) -> None:
 
 
 def test_content_hash_ignores_nothing_it_is_given(spark) -> None:
-    df = spark.createDataFrame([("a", 1), ("a", 1), ("a", 2)], "k string, v int")
+    df = rows_frame(spark, [("a", 1), ("a", 1), ("a", 2)], "k string, v int")
     hashes = [r._content_hash for r in with_content_hash(df, ["k", "v"]).collect()]
     assert hashes[0] == hashes[1] != hashes[2]
     assert len(hashes[0]) == 64

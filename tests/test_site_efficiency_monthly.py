@@ -7,6 +7,7 @@ from datetime import date, datetime
 import pytest
 
 from gridlake.gold.site_efficiency_monthly import GOLD_SITE_EFFICIENCY_MONTHLY, compute
+from gridlake.spark import rows_frame
 
 from .conftest import REALDATA
 
@@ -22,8 +23,8 @@ ROBOT = "/DC=ch/DC=cern/OU=Users/CN=ddmadmin/CN=Robot: ATLAS Data Management"
 
 
 def _monthly(spark, summaries, jobs) -> dict[tuple, object]:
-    frames = compute(spark.createDataFrame(summaries, SUMMARY_DDL),
-                     spark.createDataFrame(jobs, JOBS_DDL))  # fmt: skip
+    frames = compute(rows_frame(spark, summaries, SUMMARY_DDL),
+                     rows_frame(spark, jobs, JOBS_DDL))  # fmt: skip
     (df,) = frames.values()
     return {(r.month, r.site, r.vo): r for r in df.collect()}
 

@@ -17,6 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from gridlake.gold import speed_factors as sf
+from gridlake.spark import rows_frame
 
 JOBS_DDL = (
     "job_id string, task_id string, job_type string, site string, cpu_model string, "
@@ -139,7 +140,7 @@ def jobs_rows() -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def result(spark, jobs_rows):
-    jobs = spark.createDataFrame(jobs_rows, JOBS_DDL)
+    jobs = rows_frame(spark, jobs_rows, JOBS_DDL)
     out = sf.compute(jobs, bootstrap=BOOTSTRAP, seed=1)
     return {name: df.collect() for name, df in out.items()}
 
@@ -188,7 +189,8 @@ def test_poisson_weights_have_mean_and_variance_one(spark) -> None:
 
 
 def test_connected_groups_by_label_propagation(spark) -> None:
-    edges = spark.createDataFrame(
+    edges = rows_frame(
+        spark,
         [
             ("x", "t1", "A"), ("x", "t1", "B"), ("x", "t2", "B"), ("x", "t2", "C"),
             ("x", "t3", "C"), ("x", "t3", "D"),  # A-B-C-D chain: 3 hops
@@ -237,14 +239,16 @@ def test_model_components_of_a_fit_against_a_graph_search() -> None:
 
 
 def test_reference_models_prefer_configured_then_all_then_core_hours(spark) -> None:
-    groups = spark.createDataFrame(
+    groups = rows_frame(
+        spark,
         [("ALL", m, "A") for m in "ABC"]
         + [("pile", m, "B") for m in "BC"]
         + [("simul", m, "A") for m in "AB"],
         "job_type string, cpu_model string, group string",
     )
     hours = {"A": 10.0, "B": 30.0, "C": 20.0}
-    cells = spark.createDataFrame(
+    cells = rows_frame(
+        spark,
         [(jt, f"t-{m}", m, 1, hours[m] * (3.0 if (jt, m) == ("pile", "C") else 1.0))
          for jt, ms in (("ALL", "ABC"), ("pile", "BC"), ("simul", "AB")) for m in ms],
         "job_type string, task string, cpu_model string, n_jobs bigint, core_hours double",
@@ -352,7 +356,7 @@ def test_slow_site_is_flagged_and_no_other(result) -> None:
 
 
 def test_junk_jobs_move_no_factor(spark, jobs_rows, factors) -> None:
-    junk = spark.createDataFrame(with_junk(jobs_rows), JOBS_DDL)
+    junk = rows_frame(spark, with_junk(jobs_rows), JOBS_DDL)
     out = sf.compute(junk, bootstrap=0, seed=1)["gold.cpu_speed_factors"].collect()
     moved = {
         (r.job_type, r.cpu_model): abs(

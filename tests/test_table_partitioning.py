@@ -9,6 +9,8 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
+from gridlake.spark import rows_frame
+
 pytestmark = pytest.mark.integration
 
 
@@ -23,9 +25,7 @@ def _rows(spark, table, weeks: list[date], hosts: int, salt: float):
          salt + h + k / 10)
         for w in weeks for h in range(hosts) for k in range(3)
     ]  # fmt: skip
-    df = spark.createDataFrame(
-        data, "site STRING, host STRING, hour TIMESTAMP, week DATE, v DOUBLE"
-    )
+    df = rows_frame(spark, data, "site STRING, host STRING, hour TIMESTAMP, week DATE, v DOUBLE")
     cols = {c.name: F.lit(None).cast(c.ddl_type) for c in table.columns}
     cols |= {"site": F.col("site"), "host": F.col("host"), "hour": F.col("hour"),
              "week": F.col("week"), "us_mean": F.col("v")}  # fmt: skip

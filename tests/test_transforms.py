@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from gridlake.catalog import GOLD_SITE_EFFICIENCY_WEEKLY
 from gridlake.gold.site_efficiency import site_efficiency_weekly
 from gridlake.silver.jobs import derive_job_columns, latest_per_key
+from gridlake.spark import rows_frame
 
 SILVER_COLS = "site string, vo string, week date, status string, is_outlier boolean, cores_wall_seconds double, cpu_seconds double"  # noqa: E501
 
@@ -19,7 +20,7 @@ def _silver(spark, rows):
     """SILVER_COLS rows plus the other inputs of the gold measures (distinct job ids, no
     retries, no events, no HS23): tests/test_gold_efficiency.py covers those."""
     return (
-        spark.createDataFrame(rows, SILVER_COLS)
+        rows_frame(spark, rows, SILVER_COLS)
         .withColumn("job_id", F.monotonically_increasing_id().cast("string"))
         .withColumn("retry_of", F.lit(None).cast("string"))
         .withColumn("events", F.lit(None).cast("bigint"))
@@ -77,7 +78,8 @@ def test_derived_job_columns(spark) -> None:
         "job_id string, cores long, wall_seconds double, cpu_user_seconds double, "
         "cpu_system_seconds double, end_time timestamp"
     )
-    df = spark.createDataFrame(
+    df = rows_frame(
+        spark,
         [
             # Sunday 23:59 belongs to the ISO week starting Monday 2026-11-16
             ("normal", 8, 1000.0, 6000.0, 400.0, datetime(2026, 11, 22, 23, 59)),
@@ -112,7 +114,7 @@ def test_latest_per_key_keeps_the_highest_offset_of_the_keys_partition(spark) ->
             # a key in two partitions (the topic was re-partitioned): the clock, then the offset
             row("j3", 0, t1, 3, "newest by time"),
             row("j3", 1, t0, 9, "higher offset of another partition"),
-        ]
+        ],
     )
     out = {r.job_id: r.v for r in latest_per_key(df, "job_id").collect()}
     assert out == {"j1": "newest: highest offset, from a host with a slow clock", "j2": "only",
@@ -126,7 +128,8 @@ def test_benchmark_precedence_declared_then_reference(spark) -> None:
     haswell = "Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz"
     reference_hs23 = classify(haswell).hs23_per_core
     assert reference_hs23 is not None and reference_hs23 > 5
-    df = spark.createDataFrame(
+    df = rows_frame(
+        spark,
         [
             ("declared23", haswell, "hs23", 12.5, 7200.0),
             ("declared06", haswell, "hs06", 10.0, 3600.0),

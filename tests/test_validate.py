@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gridlake.silver.jobs import clean_rows, quarantine_rows, validate_jobs
+from gridlake.spark import rows_frame
 
 GOOD = {
     "job_id": "j1", "attempt": 1, "vo": "atlas", "site": "S", "host": "h", "job_type": "simul",
@@ -48,8 +49,10 @@ CASES = [
 @pytest.fixture(scope="module")
 def validated(spark):
     rows = [(value, "grid.jobs", 0, i, None) for i, (_, value, _) in enumerate(CASES)]
-    df = spark.createDataFrame(
-        rows, "value string, topic string, partition int, offset long, kafka_timestamp timestamp"
+    df = rows_frame(
+        spark,
+        rows,
+        "value string, topic string, partition int, offset long, kafka_timestamp timestamp",
     )
     return validate_jobs(df).cache()
 

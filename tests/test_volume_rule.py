@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from gridlake.silver.refine import arrival_volume, min_volume_share
+from gridlake.spark import rows_frame
 
 from .test_validate import GOOD
 
@@ -74,7 +75,7 @@ def test_a_collapsed_batch_is_refused_whole_until_an_operator_accepts_it(
     tables = (SILVER_JOBS, QUARANTINE_JOBS, BATCH_AUDIT, QUALITY_RESULTS)
     for t in tables:  # empty tables of this warehouse only (the rule reads its own audit)
         ddl = ", ".join(f"`{c.name}` {c.ddl_type}" for c in t.columns)
-        spark.createDataFrame([], ddl).write.format("delta").save(t.path(local))
+        rows_frame(spark, [], ddl).write.format("delta").save(t.path(local))
 
     def batch(n: int, records: int, accept: bool = False) -> None:
         rows = [
@@ -82,7 +83,8 @@ def test_a_collapsed_batch_is_refused_whole_until_an_operator_accepts_it(
              hours(n) + timedelta(seconds=3600 * (i + 1) / records))
             for i in range(records)
         ]  # fmt: skip
-        bronze = spark.createDataFrame(
+        bronze = rows_frame(
+            spark,
             rows,
             "value string, topic string, partition int, offset long, kafka_timestamp timestamp",
         )

@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from gridlake.settings import Settings, get_settings
+from gridlake.spark import rows_frame
 from gridlake.tabledef import Column, Table, ensure_tables
 
 KINDS = ("task_failed", "batch_refused")
@@ -123,7 +124,7 @@ def alert_frame(spark: SparkSession, alerts: Iterable[Alert]) -> DataFrame:
     """Alerts as rows of ops.alerts (a handful per run: built on the driver)."""
     rows = [a.row() for a in alerts]
     schema = ", ".join(f"`{c.name}` {c.ddl_type}" for c in ALERTS.columns)
-    df = spark.createDataFrame(rows, schema=schema) if rows else spark.createDataFrame([], schema)
+    df = rows_frame(spark, rows, schema)
     return df.select(*ALERTS.column_names)
 
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from gridlake.settings import Settings, get_settings
+from gridlake.spark import rows_frame
 from gridlake.tabledef import Check, Column, Table, ensure_tables
 
 OPS_SITES = Table(
@@ -66,7 +67,7 @@ def set_site(
     schema = ", ".join(f"`{c.name}` {c.ddl_type}" for c in OPS_SITES.columns)
     row = (site, list(contacts), send_reports, datetime.now(UTC).replace(tzinfo=None),
            getpass.getuser())  # fmt: skip
-    new = spark.createDataFrame([row], schema)
+    new = rows_frame(spark, [row], schema)
     (
         DeltaTable.forPath(spark, OPS_SITES.path(settings))
         .alias("t")

@@ -70,6 +70,12 @@ def run_checks(table: Table, df: DataFrame) -> list[CheckResult]:
     two to the same answers. great_expectations still renders the Data Docs of the results."""
     if not table.checks:
         return []
+    return checks_and_rows(table, df)[0]
+
+
+def checks_and_rows(table: Table, df: DataFrame) -> tuple[list[CheckResult], int]:
+    """:func:`run_checks`'s results and ``df``'s row count, from the same aggregation (a gate
+    needs both: one Spark job rather than two)."""
     aggs: list[Column] = [F.count(F.lit(1)).alias("_rows")]
     for i, check in enumerate(table.checks):
         if check.kind == "unique":
@@ -86,7 +92,7 @@ def run_checks(table: Table, df: DataFrame) -> list[CheckResult]:
         else:
             unexpected, counted = int(row[f"_u{i}"] or 0), int(row[f"_c{i}"] or 0)
         results.append(_result(check, unexpected, counted))
-    return results
+    return results, int(row["_rows"])
 
 
 def _unexpected_and_counted(check: Check) -> tuple[Column, Column]:
@@ -228,9 +234,23 @@ def gate(
 
     ``previous_rows``: the row count of the version ``df`` would replace (gold), for the
     row-count check; ``rows``: ``df``'s row count when the caller already has it."""
-    results = run_checks(table, df) + _key_checks(table, df)
+    return gate_counted(table, df, previous_rows=previous_rows, rows=rows, record=record)[0]
+
+
+def gate_counted(
+    table: Table,
+    df: DataFrame,
+    *,
+    previous_rows: int | None = None,
+    rows: int | None = None,
+    record: Callable[[list[CheckResult]], None] | None = None,
+) -> tuple[list[CheckResult], int]:
+    """:func:`gate`, also returning ``df``'s row count (counted with the checks)."""
+    results, counted = checks_and_rows(table, df)
+    rows = counted if rows is None else rows
+    results += _key_checks(table, df)
     if previous_rows is not None:
-        results += _row_count_check(df.count() if rows is None else rows, previous_rows)
+        results += _row_count_check(rows, previous_rows)
     if record is not None:
         record(results)
     failed = [r for r in results if not r.success and r.check.severity == "fail"]
@@ -248,4 +268,4 @@ def gate(
             f"{r.check.kind}({r.check.column or r.check.args}) {r.detail}" for r in failed
         )
         raise QualityGateError(f"quality gate failed for {table.full_name}: {lines}")
-    return results
+    return results, rows

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 
 from gridlake.settings import Settings, get_settings
+from gridlake.spark import rows_frame
 
 COMMENT_MAX = 256  # the Hive metastore's COLUMNS_V2.COMMENT
 
@@ -186,9 +187,7 @@ class Table:
 
     def empty(self, spark: SparkSession) -> DataFrame:
         """A frame with the table's columns and no rows (a transform's input in tests)."""
-        return spark.createDataFrame(
-            [], ", ".join(f"`{c.name}` {c.ddl_type}" for c in self.columns)
-        )
+        return rows_frame(spark, [], ", ".join(f"`{c.name}` {c.ddl_type}" for c in self.columns))
 
     def conform(self, df: DataFrame) -> DataFrame:
         """Select the table's columns in order, cast to their types (fails on a missing one)."""

@@ -25,6 +25,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from gridlake.settings import get_settings
+from gridlake.spark import rows_frame
 
 pytestmark = [pytest.mark.faults]
 
@@ -63,7 +64,7 @@ def _write_bronze(spark, folder: Path, local) -> None:
         if t.database not in ("bronze", "silver") or t.full_name in ours:
             continue
         ddl = ", ".join(f"`{c.name}` {c.ddl_type}" for c in t.columns)
-        writer = spark.createDataFrame([], ddl).write.format("delta")
+        writer = rows_frame(spark, [], ddl).write.format("delta")
         if t.partition_by:
             writer = writer.partitionBy(*t.partition_by)
         writer.save(t.path(local))

@@ -42,6 +42,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from gridlake.settings import get_settings
+from gridlake.spark import rows_frame
 
 from ..conftest import infra
 from .test_kill_trials import SEED, _watermarks
@@ -167,7 +168,7 @@ def test_a_broker_restart_during_publish_and_ingest_loses_and_doubles_nothing(
     ids = {json.loads(line)["job_id"] for line in jobs_file.read_text().splitlines()
            if line.startswith("{") and '"job_id"' in line}  # fmt: skip
     ids -= {b["key"] for b in truth["bad_records"] if b["topic"] == "grid.jobs"}
-    mine = jobs.join(spark.createDataFrame([(i,) for i in ids], "job_id string"), "job_id")
+    mine = jobs.join(rows_frame(spark, [(i,) for i in ids], "job_id string"), "job_id")
     assert mine.count() == truth["counts"]["jobs"]
 
 

@@ -48,8 +48,9 @@ from gridlake.gold import (
     speed_factors,
 )
 from gridlake.gold.group import GoldGroup, Inputs
-from gridlake.quality import CheckResult, gate
+from gridlake.quality import CheckResult, gate_counted
 from gridlake.settings import Settings, get_settings
+from gridlake.spark import rows_frame
 from gridlake.tabledef import Table, ensure_tables
 
 log = logging.getLogger(__name__)
@@ -454,7 +455,7 @@ def _record_gold_checks(spark: SparkSession, rows: list[tuple], settings: Settin
         return
     schema = ("batch_id string, table_name string, check_kind string, check_column string, "
               "severity string, success boolean, detail string")  # fmt: skip
-    df = spark.createDataFrame(rows, schema).withColumn("checked_at", F.current_timestamp())
+    df = rows_frame(spark, rows, schema).withColumn("checked_at", F.current_timestamp())
     QUALITY_RESULTS.ensure(spark, settings)
     QUALITY_RESULTS.conform(df).write.format("delta").mode("append").save(
         QUALITY_RESULTS.path(settings)
@@ -478,15 +479,14 @@ def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run
 
     frame = table.conform(df).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        rows = frame.count()
         previous = (
             _previous_rows(spark, table, settings, replace_where) if table.stable_rows else None
         )
-        gate(
+        # the first action (the checks' aggregation, which counts the rows) computes the frame
+        _, rows = gate_counted(
             table,
             frame,
             previous_rows=previous,
-            rows=rows,
             record=lambda results: checked.extend(_check_rows(table, results, run_id)),
         )
         if not replace_where and table.partitioning_differs(spark, settings):

@@ -76,6 +76,7 @@ from gridlake.gold.io_signatures import GOLD_WORKFLOW_IO_PROFILE
 from gridlake.gold.network import GOLD_NETWORK_COST_MATRIX
 from gridlake.gold.speed_factors import GOLD_CPU_SPEED_FACTORS, GOLD_SITE_SPEED_ANOMALIES
 from gridlake.silver.tables import SILVER_JOBS
+from gridlake.spark import rows_frame
 from gridlake.tabledef import Check, Column, Table
 
 __all__ = [
@@ -155,7 +156,7 @@ GOLD_COST_PRICES = Table(
 def prices_frame(spark: SparkSession, prices: tuple[Price, ...] = DEFAULT_PRICES) -> DataFrame:
     """Rows of gold.cost_prices (DEFAULT_PRICES when none are given)."""
     rows = [(p.rule_version, p.site, float(p.price_per_core_hour), p.description) for p in prices]
-    return spark.createDataFrame(rows, _PRICES_DDL)
+    return rows_frame(spark, rows, _PRICES_DDL)
 
 
 def resolve_prices(prices: DataFrame, sites: DataFrame) -> DataFrame:

@@ -15,6 +15,7 @@ from datetime import date
 from pyspark.sql import DataFrame, SparkSession
 
 from gridlake.settings import Settings
+from gridlake.spark import rows_frame
 from gridlake.tabledef import Table
 
 
@@ -45,13 +46,13 @@ class Inputs:
         if not DeltaTable.isDeltaTable(self.spark, table.path(self.settings)):
             # not written yet at this storage root (registered for another one): shipped rules
             frame = table.conform(shipped(self.spark))
-            return self.spark.createDataFrame(frame.collect(), frame.schema)  # a few rules
+            return rows_frame(self.spark, frame.collect(), frame.schema)  # a few rules
         existing = self.read(table)
         missing = shipped(self.spark).join(
             existing.select(key, "rule_version"), [key, "rule_version"], "left_anti"
         )
         rows = existing.unionByName(missing.select(*existing.columns)).collect()  # a few rules
-        return self.spark.createDataFrame(rows, existing.schema)
+        return rows_frame(self.spark, rows, existing.schema)
 
 
 @dataclass(frozen=True)

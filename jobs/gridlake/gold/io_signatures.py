@@ -93,6 +93,7 @@ from gridlake.silver.tables import (
     SILVER_NODE_DISK_SAMPLES,
     SILVER_NODE_SAMPLES,
 )
+from gridlake.spark import rows_frame
 from gridlake.tabledef import Check, Column, Table
 
 __all__ = [
@@ -224,7 +225,7 @@ def io_rules_frame(spark: SparkSession, *rule_sets: IoRuleSet) -> DataFrame:
     rows = [
         (s.rule_version, r.parameter, float(r.value), r.description) for s in sets for r in s.rules
     ]
-    return spark.createDataFrame(rows, _RULES_DDL)
+    return rows_frame(spark, rows, _RULES_DDL)
 
 
 def resolve_io_rules(rules: DataFrame) -> IoRuleSet:

@@ -45,6 +45,7 @@ from pyspark.sql.window import Window
 
 from gridlake.gold.group import GoldGroup, Inputs
 from gridlake.silver.tables import SILVER_JOBS, SILVER_NODE_SAMPLES
+from gridlake.spark import rows_frame
 from gridlake.tabledef import Check, Column, Table
 
 log = logging.getLogger(__name__)
@@ -249,7 +250,7 @@ def compute(
         min_samples,
     )
     table = GOLD_IPC_BY_MICROARCHITECTURE
-    frame = spark.createDataFrame(rows, table.empty(spark).schema)
+    frame = rows_frame(spark, rows, table.empty(spark).schema)
     return {table.full_name: table.conform(frame)}
 
 

@@ -270,10 +270,12 @@ def reference_table(spark: SparkSession) -> DataFrame:
             StructField("source", StringType(), False),
         ]
     )
+    from gridlake.spark import rows_frame
+
     rows = [
         tuple(getattr(r, c) for c in REFERENCE_COLUMNS) for _, r in sorted(reference_rows().items())
     ]
-    return spark.createDataFrame(rows, schema)
+    return rows_frame(spark, rows, schema)
 
 
 def with_cpu_info(

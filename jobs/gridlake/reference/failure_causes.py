@@ -197,6 +197,8 @@ def with_failure_cause(jobs: DataFrame, rules: Sequence[Any] | None = None) -> D
 
 def rules_frame(spark: SparkSession, rules: Sequence[FailureRule] | None = None) -> DataFrame:
     """The rules as a DataFrame with the columns of gold.failure_cause_rules."""
-    return spark.createDataFrame(
-        [tuple(r) for r in (default_rules() if rules is None else rules)], RULES_DDL
+    from gridlake.spark import rows_frame
+
+    return rows_frame(
+        spark, [tuple(r) for r in (default_rules() if rules is None else rules)], RULES_DDL
     )

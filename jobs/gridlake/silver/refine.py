@@ -65,6 +65,7 @@ from gridlake.silver.tables import (
     SILVER_NODE_SAMPLES,
 )
 from gridlake.silver.validate import parse_and_validate
+from gridlake.spark import rows_frame
 from gridlake.tabledef import Table
 
 log = logging.getLogger(__name__)
@@ -392,7 +393,7 @@ def _record_checks(
         "batch_id string, table_name string, check_kind string, check_column string, "
         "severity string, success boolean, detail string"
     )
-    df = spark.createDataFrame(rows, schema).withColumn("checked_at", F.current_timestamp())
+    df = rows_frame(spark, rows, schema).withColumn("checked_at", F.current_timestamp())
     _append(QUALITY_RESULTS.conform(df), QUALITY_RESULTS, f"{writer}-{spec.input}-quality",
             batch_num, settings)  # fmt: skip
 
@@ -498,7 +499,7 @@ def process_batch(
             "arrival_rate_per_hour": volume.rate_per_hour,
             "volume_drop_accepted": volume.dropped,
         }
-        audit_df = spark.createDataFrame([audit], _AUDIT_DDL).withColumn(
+        audit_df = rows_frame(spark, [audit], _AUDIT_DDL).withColumn(
             "finished_at", F.current_timestamp()
         )
         _append(BATCH_AUDIT.conform(audit_df), BATCH_AUDIT, f"{writer}-{spec.input}-audit",

@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 from gridlake.gold.efficiency.columns import _failed, _success
 from gridlake.gold.efficiency.params import DAYS_PER_YEAR, START_FAILURE_MODES
 from gridlake.gold.efficiency.reference import optimal_job_length, useful_fraction
+from gridlake.spark import rows_frame
 
 # --------------------------------------------------------------------------------------------
 # gold.job_length_advice
@@ -132,4 +133,4 @@ def job_length_advice(jobs: DataFrame) -> DataFrame:
                 saved,
             )
         )
-    return jobs.sparkSession.createDataFrame(out, _ADVICE_DDL)
+    return rows_frame(jobs.sparkSession, out, _ADVICE_DDL)

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from gridlake.gold.efficiency.columns import _success
 from gridlake.gold.efficiency.params import HISTORY_WEEKS, MAD_TO_SD
+from gridlake.spark import rows_frame
 
 # --------------------------------------------------------------------------------------------
 # gold.efficiency_outlier_rules and gold.efficiency_outliers
@@ -68,7 +69,7 @@ def outlier_rules_frame(
     spark: SparkSession, rules: Sequence[OutlierRule] = DEFAULT_OUTLIER_RULES
 ) -> DataFrame:
     """The rules as a DataFrame with the columns of gold.efficiency_outlier_rules."""
-    return spark.createDataFrame([tuple(r) for r in rules], _RULES_DDL)
+    return rows_frame(spark, [tuple(r) for r in rules], _RULES_DDL)
 
 
 def _active_rules(rules: DataFrame) -> DataFrame:
@@ -143,8 +144,8 @@ def site_model_effects(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
         model_rows += [(model, job_type, v) for model, v in b.items()]
     spark = rel.sparkSession
     return (
-        spark.createDataFrame(site_rows, "site string, job_type string, _s double"),
-        spark.createDataFrame(model_rows, "_cpu string, job_type string, _m double"),
+        rows_frame(spark, site_rows, "site string, job_type string, _s double"),
+        rows_frame(spark, model_rows, "_cpu string, job_type string, _m double"),
     )
 
 

@@ -45,6 +45,7 @@ from gridlake.gold.network.params import (
 )
 from gridlake.gold.network.tables import GOLD_NETWORK_LINK_STATUS
 from gridlake.settings import Settings, get_settings
+from gridlake.spark import rows_frame
 
 log = logging.getLogger(__name__)
 
@@ -356,7 +357,7 @@ def _runs_frame(
                 trained_at,
             )
         )
-    return like.sparkSession.createDataFrame(data, _RUNS_SCHEMA)
+    return rows_frame(like.sparkSession, data, _RUNS_SCHEMA)
 
 
 def save_model(
