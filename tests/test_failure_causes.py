@@ -308,6 +308,33 @@ def test_a_new_rule_version_and_a_retired_rule_take_effect() -> None:
     assert classify(timeout, rules) == ("unknown", "")  # retired: no other rule knows it
 
 
+def test_operator_rule_text_is_quoted_not_pasted_into_the_spark_classifier(spark) -> None:
+    """An operator's rule with quotes and backslashes in its values (the classifier is built
+    as one SQL expression) matches exactly what the Python classifier matches."""
+    odd = ["o'brien", "back\\slash", "x' OR true OR 'y", "tab\tend"]
+    rules = [
+        _rule(f"odd-{i}", 1, f"cause '{i}' \\", vo=vo, failure_mode=vo) for i, vo in enumerate(odd)
+    ]
+    rows = [(i, "failed", None, vo, 1, vo.upper()) for i, vo in enumerate(odd)]
+    rows += [(9, "failed", None, "o'brien", 1, "other")]  # the injection would match this
+    df = rows_frame(
+        spark,
+        rows,
+        "i int, status string, source_format string, failure_mode string, exit_code bigint, "
+        "vo string",
+    )
+    got = {
+        r.i: (r.cause, r.rule or "")
+        for r in df.select(
+            "i", cause_column(rules).alias("cause"), cause_column(rules, rule_id=True).alias("rule")
+        ).collect()
+    }
+    keys = ("status", "source_format", "failure_mode", "exit_code", "vo")
+    expected = {row[0]: classify(dict(zip(keys, row[1:], strict=True)), rules) for row in rows}
+    assert got == expected
+    assert got[0] == ("cause '0' \\", "odd-0") and got[9] == ("unknown", "")
+
+
 def test_bad_rules_are_named(spark) -> None:
     bad = [
         _rule("typo", 1, "out_of_memory", exit_code_min=137),

@@ -154,3 +154,35 @@ def test_benchmark_precedence_declared_then_reference(spark) -> None:
     assert out["unknown"].microarchitecture is None
     assert out["unknown"].hs23_per_core is None
     assert out["unknown"].cpu_match == "unknown"
+
+
+def test_rows_frame_equals_create_data_frame_for_every_kind_of_row(spark) -> None:
+    """gridlake.spark.rows_frame (Arrow, no Python worker) gives the rows and types that
+    createDataFrame of a list gives: tuples, Rows by name in another order, mappings, nulls,
+    naive timestamps (local time either way), dates, arrays, structs, maps."""
+    from datetime import timedelta, timezone
+
+    ddl = (
+        "s string, n bigint, i int, x double, b boolean, t timestamp, d date, "
+        "a array<string>, st struct<k:int,v:string>, m map<string,double>"
+    )
+    t = datetime(2026, 11, 16, 8, 30, 15, 123456)
+    aware = datetime(2026, 11, 16, 9, 0, tzinfo=timezone(timedelta(hours=2)))
+    rows = [
+        ("a", 2**40, 7, 0.25, True, t, date(2026, 11, 16), ["p", None], (1, "z"), {"k": 1.5}),
+        ("b", -1, None, -0.5, False, aware, None, [], None, {}),
+        (None,) * 10,
+    ]
+    named = [Row(n=3, s="c", i=1, x=1.0, b=None, t=None, d=None, a=None, st=Row(k=2, v="w"),
+                 m=None)]  # fmt: skip
+    mapped = [{"s": "d", "x": 2.0}]  # a mapping's missing columns are null
+    ours = rows_frame(spark, rows + named + mapped, ddl)
+    theirs = spark.createDataFrame([*rows, tuple(named[0][c] for c in ours.columns)], ddl)
+    assert ours.schema == theirs.schema
+    got, want = ours.collect(), theirs.collect()
+    assert got[:-1] == want
+    assert got[-1].asDict() == {**{c: None for c in ours.columns}, "s": "d", "x": 2.0}
+    assert rows_frame(spark, [], ddl).schema == theirs.schema
+    assert rows_frame(spark, [], ddl).count() == 0
+    with pytest.raises(ValueError, match="2 values for 10 columns"):
+        rows_frame(spark, [("a", 1)], ddl)

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from gridlake.tabledef import Check, Table
@@ -75,15 +75,16 @@ def run_checks(table: Table, df: DataFrame) -> list[CheckResult]:
 
 def checks_and_rows(table: Table, df: DataFrame) -> tuple[list[CheckResult], int]:
     """:func:`run_checks`'s results and ``df``'s row count, from the same aggregation (a gate
-    needs both: one Spark job rather than two)."""
-    aggs: list[Column] = [F.count(F.lit(1)).alias("_rows")]
+    needs both: one Spark job rather than two). The aggregation is written as SQL, one py4j
+    call: Column objects cost a dozen calls a check (~1 ms each on two busy cores)."""
+    aggs = ["count(1) AS _rows"]
     for i, check in enumerate(table.checks):
         if check.kind == "unique":
             continue
         unexpected, counted = _unexpected_and_counted(check)
-        aggs.append(F.sum(F.when(unexpected, 1).otherwise(0)).alias(f"_u{i}"))
-        aggs.append(F.sum(F.when(counted, 1).otherwise(0)).alias(f"_c{i}"))
-    row = df.agg(*aggs).first()  # one row
+        aggs.append(f"sum(CASE WHEN {unexpected} THEN 1 ELSE 0 END) AS _u{i}")
+        aggs.append(f"sum(CASE WHEN {counted} THEN 1 ELSE 0 END) AS _c{i}")
+    row = df.selectExpr(*aggs).first()  # aggregates only: one row
     assert row is not None
     results = []
     for i, check in enumerate(table.checks):
@@ -95,30 +96,48 @@ def checks_and_rows(table: Table, df: DataFrame) -> tuple[list[CheckResult], int
     return results, int(row["_rows"])
 
 
-def _unexpected_and_counted(check: Check) -> tuple[Column, Column]:
-    """(row breaks the check, row is counted by it) as boolean columns."""
+def _sql_value(value: object) -> str:
+    """A check's argument as a SQL literal (the declarations' numbers and strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"no SQL literal for {value!r}")
+        return repr(value) + "D"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    raise TypeError(f"a check argument of type {type(value).__name__}: {value!r}")
+
+
+def _unexpected_and_counted(check: Check) -> tuple[str, str]:
+    """(row breaks the check, row is counted by it) as SQL boolean expressions."""
     a = dict(check.args)
     if check.kind == "pair_greater_or_equal":
-        col_a, col_b = F.col(str(a["column_A"])), F.col(str(a["column_B"]))
-        counted = col_a.isNotNull() | col_b.isNotNull()  # ignore_row_if both missing
-        ok = (col_a >= col_b) if a.get("or_equal", True) else (col_a > col_b)
-        return ~F.coalesce(ok, F.lit(True)), counted  # one value missing: not unexpected
-    col = F.col(str(check.column))
+        col_a, col_b = f"`{a['column_A']}`", f"`{a['column_B']}`"
+        counted = f"({col_a} IS NOT NULL OR {col_b} IS NOT NULL)"  # ignore_row_if both missing
+        ok = f"{col_a} >= {col_b}" if a.get("or_equal", True) else f"{col_a} > {col_b}"
+        return f"NOT coalesce({ok}, true)", counted  # one value missing: not unexpected
+    col = f"`{check.column}`"
     match check.kind:
         case "not_null":
-            return col.isNull(), F.lit(True)
+            return f"{col} IS NULL", "true"
         case "between":
-            ok = F.lit(True)
+            ok = ["true"]
             if a.get("min_value") is not None:
-                lo = F.lit(a["min_value"])
-                ok = ok & ((col > lo) if a.get("strict_min") else (col >= lo))
+                ok.append(
+                    f"{col} {'>' if a.get('strict_min') else '>='} {_sql_value(a['min_value'])}"
+                )
             if a.get("max_value") is not None:
-                hi = F.lit(a["max_value"])
-                ok = ok & ((col < hi) if a.get("strict_max") else (col <= hi))
-            return col.isNotNull() & ~ok, col.isNotNull()
+                ok.append(
+                    f"{col} {'<' if a.get('strict_max') else '<='} {_sql_value(a['max_value'])}"
+                )
+            return f"({col} IS NOT NULL AND NOT ({' AND '.join(ok)}))", f"{col} IS NOT NULL"
         case "in_set":
-            values = list(a["value_set"])  # type: ignore[call-overload]
-            return col.isNotNull() & ~col.isin(values), col.isNotNull()
+            values = ", ".join(_sql_value(v) for v in a["value_set"])  # type: ignore[attr-defined]
+            inside = f"{col} IN ({values})" if values else "false"
+            return f"({col} IS NOT NULL AND NOT ({inside}))", f"{col} IS NOT NULL"
         case _:
             raise ValueError(f"unknown check kind {check.kind!r}")
 

@@ -190,10 +190,13 @@ class Table:
         return rows_frame(spark, [], ", ".join(f"`{c.name}` {c.ddl_type}" for c in self.columns))
 
     def conform(self, df: DataFrame) -> DataFrame:
-        """Select the table's columns in order, cast to their types (fails on a missing one)."""
-        from pyspark.sql import functions as F
+        """Select the table's columns in order, cast to their types (fails on a missing one).
 
-        return df.select(*[F.col(c.name).cast(c.ddl_type).alias(c.name) for c in self.columns])
+        One SQL projection (one py4j call, not four per column: building Column objects over
+        py4j cost ~1 ms a call on two busy cores)."""
+        return df.selectExpr(
+            *[f"CAST(`{c.name}` AS {c.ddl_type}) AS `{c.name}`" for c in self.columns]
+        )
 
 
 _PROPERTIES_SET: set[tuple[int, str]] = set()
