@@ -88,7 +88,9 @@ def test_incremental_analyze_replaces_the_changed_weeks_and_equals_the_full_reco
     again = analyze(spark, local, groups=["site_efficiency"], skip_current=True)
     for t in tables:
         assert _version(spark, t, local) == w45_version[t.full_name] + 1, t.full_name
-        assert _weeks_replaced(spark, t, local) == [str(W46), str(W47), str(W48)], t.full_name
+        by_week = "week" in t.column_names  # the rule table is written whole
+        replaced = [str(W46), str(W47), str(W48)] if by_week else None
+        assert _weeks_replaced(spark, t, local) == replaced, t.full_name
     # The weeks' rows only: W46 (S, T), W47 (T: d1 left, S has no job), W48 (S, T).
     assert again[weekly.full_name] == 5
 
@@ -143,3 +145,86 @@ def test_changes_not_readable_mean_a_whole_recompute(spark, settings, tmp_path, 
     assert again[weekly.full_name] == 3
     jobs = spark.read.format("delta").load(SILVER_JOBS.path(local))
     assert jobs.count() == 3
+
+
+# CPU models and their planted seconds per event; a task runs on all three at two sites.
+SPEED_MODELS = {
+    "Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz": 10.0,
+    "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz": 7.0,
+    "AMD EPYC 7302 16-Core Processor": 6.0,
+}
+
+
+def _speed_jobs(week: date, tag: str) -> list[str]:
+    """Two tasks of a week (one simul, one reco), each on every model at sites S and T (T 20 %
+    slower), jittered."""
+    out = []
+    for t in range(2):
+        for m, (model, sec) in enumerate(SPEED_MODELS.items()):
+            for s, (site, slow) in enumerate((("S", 1.0), ("T", 1.2))):
+                for k in range(2):
+                    day = (week + timedelta(days=1 + k + t)).isoformat()
+                    events = 500 + 37 * m + 11 * k + 5 * t
+                    cpu = events * sec * slow * (1 + 0.01 * ((m + 2 * s + 3 * k + t) % 5))
+                    out.append(_job(f"{tag}-t{t}-m{m}-s{s}-k{k}", day, task_id=f"{tag}-t{t}",
+                                    job_type=("simul", "reco")[t], cpu_model=model, site=site,
+                                    events=events, cpu_user_seconds=round(cpu, 3),
+                                    cpu_system_seconds=0))  # fmt: skip
+    return out
+
+
+def test_incremental_speed_factors_equal_the_full_recompute(
+    spark, settings, tmp_path, registered
+) -> None:
+    """The speed-factor fit is refitted from its per-week state: an incremental analyze after a
+    late job for an old week, a job moved to another week and an identical re-send rebuilds the
+    state of those weeks only, and every table equals the full recompute's."""
+    from gridlake.catalog import SILVER_JOBS
+    from gridlake.gold import speed_factors as sf
+    from gridlake.gold.analyze import analyze, gold_frames
+    from gridlake.ops.compare import differences
+
+    local = _make_warehouse(spark, settings, tmp_path / "warehouse")
+    props = ", ".join(f"'{k}' = '{v}'" for k, v in SILVER_JOBS.properties)
+    spark.sql(f"ALTER TABLE delta.`{SILVER_JOBS.path(local)}` SET TBLPROPERTIES ({props})")
+    records = [j for w, tag in ((W45, "a"), (W46, "b"), (W47, "c"), (W48, "d"))
+               for j in _speed_jobs(w, tag)]  # fmt: skip
+    _batch(spark, local, 0, [(r, n, T0) for n, r in enumerate(records)])
+    first = analyze(spark, local, groups=["speed_factors"], skip_current=True)
+    assert first[sf.GOLD_CPU_SPEED_FACTORS.full_name] > 0
+    state = sf.GOLD_STATE_SPEED_CELLS
+    assert _weeks_replaced(spark, state, local) is None  # no previous write: whole
+
+    late = json.loads(records[0])  # a week-45 job's twin, arriving late for week 46
+    late.update(job_id="late", task_id="b-t0", end_time="2026-11-12T10:10:00Z",
+                start_time="2026-11-12T08:10:00Z", submit_time="2026-11-12T08:00:00Z",
+                cpu_user_seconds=late["cpu_user_seconds"] * 1.1)  # fmt: skip
+    moved = json.loads(records[len(records) // 2 + 1])  # a week-47 job, re-sent in week 48
+    moved.update(end_time="2026-11-25T10:10:00Z", start_time="2026-11-25T08:10:00Z",
+                 submit_time="2026-11-25T08:00:00Z", task_id="d-t1")  # fmt: skip
+    assert moved["job_id"].startswith("c-")
+    _batch(spark, local, 1, [(json.dumps(late), 1000, T0 + timedelta(hours=1)),
+                             (json.dumps(moved), 1001, T0 + timedelta(hours=1)),
+                             (records[-1], 1002, T0 + timedelta(hours=1))])  # fmt: skip
+    again = analyze(spark, local, groups=["speed_factors"], skip_current=True)
+    for t in (state, sf.GOLD_STATE_SPEED_MODELS):
+        assert _weeks_replaced(spark, t, local) == [str(W46), str(W47), str(W48)], t.full_name
+    assert _weeks_replaced(spark, sf.GOLD_CPU_SPEED_FACTORS, local) is None  # refitted whole
+    assert again[sf.GOLD_CPU_SPEED_FACTORS.full_name] > 0
+
+    read = lambda t: spark.read.format("delta").load(t.path(local))  # noqa: E731
+    full = gold_frames(read(SILVER_JOBS), "speed_factors")
+    assert set(full) == {t.full_name for t in sf.TABLES}
+    for t in sf.TABLES:
+        assert read(t).count() > 0, t.full_name
+        bad = differences(read(t), full[t.full_name], t).limit(5).collect()
+        assert not bad, (t.full_name, bad)
+    # The planted speeds come out (whichever model is the reference): EPYC 10/6 x the E5-2630.
+    factors = {r.cpu_model: r.speed_factor for r in read(sf.GOLD_CPU_SPEED_FACTORS)
+               .where("job_type = 'ALL'").collect()}  # fmt: skip
+    epyc, e5 = "AMD EPYC 7302 16-Core Processor", next(iter(SPEED_MODELS))
+    assert factors[epyc] / factors[e5] == pytest.approx(10.0 / 6.0, rel=0.05)
+
+    versions = {t.full_name: _version(spark, t, local) for t in sf.TABLES}
+    assert analyze(spark, local, groups=["speed_factors"], skip_current=True) == {}
+    assert {t.full_name: _version(spark, t, local) for t in sf.TABLES} == versions

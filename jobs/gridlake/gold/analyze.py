@@ -198,6 +198,25 @@ def fingerprint(
     return json.dumps({"code": _code_hash(), "inputs": versions, "rules": rules}, sort_keys=True)
 
 
+def _record_empty_write(spark: SparkSession, table: Table, meta: str, settings: Settings) -> None:
+    """An empty result written over an empty table commits nothing (Delta skips a write that
+    adds and removes no file), so that table would never carry the fingerprint of the run that
+    computed it and its group would never count as current. The fingerprint is then committed
+    as a table property (:func:`_last_fingerprint` reads it back from that commit)."""
+    import json
+
+    from delta.tables import DeltaTable
+
+    from gridlake.tabledef import _q
+
+    path = table.path(settings)
+    last = DeltaTable.forPath(spark, path).history(1).select("userMetadata").first()
+    if last is not None and last[0] == meta:
+        return  # the write committed (it removed rows)
+    value = json.loads(meta)[FINGERPRINT_KEY]
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({_q(FINGERPRINT_KEY)} = {_q(value)})")
+
+
 def _last_fingerprint(spark: SparkSession, table: Table, settings: Settings) -> str | None:
     """The fingerprint of the latest analyze write of a table (OPTIMIZE commits carry none).
 
@@ -213,11 +232,18 @@ def _last_fingerprint(spark: SparkSession, table: Table, settings: Settings) -> 
     if not DeltaTable.isDeltaTable(spark, path):
         return None
     history = DeltaTable.forPath(spark, path).history(20)
-    for row in history.select("operation", "userMetadata").collect():  # bounded: 20 commits
+    rows = history.select("operation", "userMetadata", "operationParameters").collect()
+    for row in rows:  # bounded: 20 commits
         try:
             value = json.loads(row["userMetadata"]).get(FINGERPRINT_KEY)
         except (TypeError, ValueError, AttributeError):
             value = None
+        if not value and row["operation"] == "SET TBLPROPERTIES":  # an empty result's commit
+            try:
+                props = json.loads((row["operationParameters"] or {}).get("properties") or "{}")
+                value = props.get(FINGERPRINT_KEY)
+            except (TypeError, ValueError, AttributeError):
+                value = None
         if value:
             return str(value)
         if row["operation"] == "RESTORE":
@@ -301,14 +327,14 @@ def _analyze_group(
     if name in RULE_TABLES:  # the rules as written below (built from collected rows)
         fp = fingerprint(spark, name, settings, frames[RULE_TABLES[name]])
     meta = {FINGERPRINT_KEY: fp}
-    if replace_where:
-        meta[WEEKS_KEY] = [w.isoformat() for w in weeks or ()]
+    by_weeks = {**meta, WEEKS_KEY: [w.isoformat() for w in weeks or ()]}
     counts: dict[str, int] = {}
     for full_name, df in frames.items():
-        weekly = any(c.name == "week" for c in tables[full_name].columns)
+        # by weeks: the tables with a week column; a rule table, a history-wide fit: whole
+        weekly = replace_where and any(c.name == "week" for c in tables[full_name].columns)
         counts[full_name] = write_gated(
-            spark, tables[full_name], df, json.dumps(meta), run_id, settings, checked,
-            replace_where=replace_where if weekly else None,  # a rule table is written whole
+            spark, tables[full_name], df, json.dumps(by_weeks if weekly else meta), run_id,
+            settings, checked, replace_where=replace_where if weekly else None,
         )  # fmt: skip
         log.info("gold %s: %d rows", full_name, counts[full_name])
     return counts
@@ -498,6 +524,8 @@ def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run
         if replace_where:
             writer = writer.option("replaceWhere", replace_where)
         writer.save(table.path(settings))
+        if rows == 0:
+            _record_empty_write(spark, table, meta, settings)
         return rows
     finally:
         frame.unpersist()

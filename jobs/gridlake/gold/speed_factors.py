@@ -14,14 +14,15 @@ convergence figures and the gold rows reach the driver):
 
 1. ``prepare``: successful attempts with events > 0 and cpu_seconds > 0, not ``is_outlier``
    (CPU above wall x cores is physically impossible), with task, CPU model, site and job type.
-2. ``screen_outliers``: a first, rough fit of the site variant per job type; a job whose residual
-   exceeds ``max(5 robust sigmas, log 2)`` is dropped (stuck or crashed jobs, CPU time x 50,
-   events = 1). The scale is 1.4826 x the median absolute residual of the job type. Screening
+2. ``screen_outliers``: a first, rough fit of the site variant per week and job type; a job
+   whose residual exceeds ``max(5 robust sigmas, log 2)`` is dropped (stuck or crashed jobs, CPU
+   time x 50, events = 1). The scale is 1.4826 x the median absolute residual of the week and
+   job type. Screening
    residuals come from the richest model per job type, so a genuinely slow site or a
    workload-specific CPU model effect is not mistaken for junk.
-3. ``cells``: jobs aggregated to (task, cpu_model) cells (and (task, cpu_model, site) cells for
-   the site variant) with the median y, the job count and the core-hours. A task that ran on one
-   CPU model carries no information on models and is left out.
+3. ``cells``: a week's jobs aggregated to (task, cpu_model) cells (and (task, cpu_model, site)
+   cells for the site variant) with the median y, the job count and the core-hours. A task that
+   ran on one CPU model carries no information on models and is left out.
 4. ``bootstrap_cells``: the cells replicated for the bootstrap: replicate 0 is the data; in
    replicate r each task gets a Poisson(1) weight drawn deterministically from
    ``xxhash64(task, r, seed)`` (inverse CDF with built-in functions). Cell weight = job count x
@@ -49,6 +50,15 @@ convergence figures and the gold rows reach the driver):
    p(n-1) gives intervals that are too short (about 89 % rather than 95 % at B = 30). With
    B = 39 (the default) the limits are the smallest and largest replicate.
 
+Incremental state. Steps 1-3 run per ISO week (screening fits each week's jobs on their own, a
+cell is the median of a week's jobs of a task on a model, at a site), and their outcome is kept
+in ``gold._state_speed_cells`` (with the models' microarchitectures and declared HS23 in
+``gold._state_speed_models``), partitioned by week. The fit (steps 4-8) reads the state of the
+last ``WINDOW_WEEKS`` weeks (a quarter, ending with the latest week that has jobs), never the
+jobs: an incremental ``analyze`` rebuilds the state of the weeks whose jobs changed and refits,
+and its cost follows the window's cells, not the history's jobs. A full analyze rebuilds every
+week's state and gives the same tables (tests/test_incremental_gold.py).
+
 Robustness comes from three layers: is_outlier jobs are out, the screening drops jobs more than
 2x (or 5 robust sigmas) off the fit, and a cell is the median of its jobs.
 """
@@ -57,6 +67,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from datetime import date
 
 import numpy as np
 import pandas as pd
@@ -227,7 +238,77 @@ GOLD_SITE_SPEED_ANOMALIES = Table(
     checks=(Check("not_null", "site"),),
 )
 
+WINDOW_WEEKS = 13  # the fit's window: the latest week with jobs and the 12 before it
+
+GOLD_STATE_SPEED_CELLS = Table(
+    database="gold",
+    name="_state_speed_cells",
+    keys=("week", "variant", "job_type", "task", "cpu_model", "site"),
+    partition_by=("week",),
+    stable_rows=False,  # internal state: a week can lose every cell (its jobs moved away)
+    question="What does the speed-factor fit read (the screened cells of each week)?",
+    example=(
+        "SELECT week, variant, count(*) AS cells, sum(n_jobs) AS jobs FROM "
+        "gold._state_speed_cells GROUP BY week, variant ORDER BY week, variant"
+    ),
+    grain=(
+        "one row per ISO week, fit variant, job type, task, CPU model and site ('*' in the "
+        "model variant) with a successful job of events > 0 that the screening kept."
+    ),
+    description=(
+        "Internal state of gold.cpu_speed_factors and gold.site_speed_anomalies (no grid view):"
+        " each week's jobs screened (a rough task + model + site fit of the week and job type; "
+        "residuals beyond max(5 robust sigmas, log 2) dropped) and reduced to cells, the median "
+        "log(CPU seconds per event) of a task on a CPU model (at a site). The fit reads the "
+        f"last {WINDOW_WEEKS} weeks of it. Incremental analyze replaces the weeks whose jobs "
+        "changed."
+    ),
+    columns=(
+        Column("week", "DATE", "Monday of the ISO week of the jobs' end_time"),
+        Column("variant", "STRING", "'model' (task + model) or 'site' (task + model + site)"),
+        Column("job_type", "STRING", "Job type of the task"),
+        Column("task", "STRING", "job_type/task_id"),
+        Column("cpu_model", "STRING", "CPU model string"),
+        Column("site", "STRING", "Grid site, or '*' in the model variant"),
+        Column("y", "DOUBLE", "Median log(CPU seconds per event) of the cell's jobs"),
+        Column("n_jobs", "BIGINT", "Jobs in the cell"),
+        Column("core_hours", "DOUBLE", "Core-hours of the cell's jobs"),
+    ),
+    checks=(Check("not_null", "week"), Check("not_null", "task"), Check("not_null", "y")),
+)
+
+GOLD_STATE_SPEED_MODELS = Table(
+    database="gold",
+    name="_state_speed_models",
+    partition_by=("week",),
+    stable_rows=False,
+    question="Which microarchitecture and declared HS23 did each CPU model's jobs report, by week?",
+    example=(
+        "SELECT cpu_model, microarchitecture, hs23_per_core, sum(n_jobs) AS jobs FROM "
+        "gold._state_speed_models GROUP BY ALL ORDER BY jobs DESC LIMIT 10"
+    ),
+    grain=(
+        "one row per ISO week, CPU model, microarchitecture and declared HS23 per core of the "
+        "week's jobs (nulls included)."
+    ),
+    description=(
+        "Internal state of gold.cpu_speed_factors and gold.benchmark_mismatch (no grid view): "
+        "job counts from which the window's most frequent microarchitecture and median declared "
+        "HS23 per core of every CPU model are computed exactly."
+    ),
+    columns=(
+        Column("week", "DATE", "Monday of the ISO week of the jobs' end_time"),
+        Column("cpu_model", "STRING", "CPU model string"),
+        Column("microarchitecture", "STRING", "Microarchitecture the jobs reported"),
+        Column("hs23_per_core", "DOUBLE", "Declared HS23 per core of the jobs"),
+        Column("n_jobs", "BIGINT", "Jobs of the week with these values"),
+    ),
+    checks=(Check("not_null", "week"), Check("not_null", "cpu_model")),
+)
+
 TABLES: tuple[Table, ...] = (
+    GOLD_STATE_SPEED_CELLS,
+    GOLD_STATE_SPEED_MODELS,
     GOLD_CPU_SPEED_FACTORS,
     GOLD_SPEED_FACTOR_AGREEMENT,
     GOLD_BENCHMARK_MISMATCH,
@@ -238,6 +319,16 @@ TABLES: tuple[Table, ...] = (
 # --------------------------------------------------------------------------------------------
 # Input, screening, cells
 # --------------------------------------------------------------------------------------------
+
+
+def week_column(jobs: DataFrame) -> SparkColumn:
+    """The ISO week of a job: silver.jobs' ``week``; else the Monday of ``end_time``'s week;
+    else null (frames of tests without times: one week)."""
+    if "week" in jobs.columns:
+        return F.col("week")
+    if "end_time" in jobs.columns:
+        return F.to_date(F.date_trunc("week", F.col("end_time")))
+    return F.lit(None).cast("date")
 
 
 def prepare(jobs: DataFrame) -> DataFrame:
@@ -256,6 +347,7 @@ def prepare(jobs: DataFrame) -> DataFrame:
         & F.col("cpu_model").isNotNull()
     )
     return jobs.where(ok).select(
+        week_column(jobs).alias("week"),
         "job_id",
         "job_type",
         F.concat_ws("/", "job_type", "task_id").alias("task"),
@@ -266,29 +358,41 @@ def prepare(jobs: DataFrame) -> DataFrame:
     )
 
 
-def cells(prepared: DataFrame, by_site: bool = False) -> DataFrame:
-    """Prepared jobs -> cells for every job type and for ``ALL``.
+CELL_COLUMNS = ("week", "job_type", "task", "cpu_model", "site", "y", "n_jobs", "core_hours")
 
-    Grain: (job_type, task, cpu_model) or, with ``by_site``, (job_type, task, cpu_model, site);
-    columns y (median), n_jobs, core_hours; ``site`` is ``*`` without ``by_site``. Only
-    informative tasks: two CPU models or more (without ``by_site``), two cells or more (with).
-    """
+
+def week_cells(prepared: DataFrame, by_site: bool = False) -> DataFrame:
+    """Prepared jobs -> one row per (week, job_type, task, cpu_model) or, with ``by_site``,
+    (week, job_type, task, cpu_model, site): y (median), n_jobs, core_hours; ``site`` is ``*``
+    without ``by_site``. Every cell (informative or not), job types only (no ``ALL``)."""
     site = F.col("site") if by_site else F.lit(NO_SITE)
-    per_type = prepared.groupBy("job_type", "task", "cpu_model", site.alias("site")).agg(
+    return prepared.groupBy("week", "job_type", "task", "cpu_model", site.alias("site")).agg(
         F.median("y").alias("y"),
         F.count(F.lit(1)).alias("n_jobs"),
         (F.sum("core_seconds") / 3600.0).alias("core_hours"),
     )
-    task = Window.partitionBy("job_type", "task")
-    if by_site:
-        informative = F.count(F.lit(1)).over(task) >= 2
-    else:
-        informative = F.size(F.collect_set("cpu_model").over(task)) >= 2
-    per_type = (
-        per_type.withColumn("_informative", informative).where("_informative").drop("_informative")
-    )
+
+
+def informative_cells(
+    cells_df: DataFrame, by_site: bool = False, per_week: bool = False
+) -> DataFrame:
+    """Cells of :func:`week_cells` -> those of informative tasks, for every job type and for
+    ``ALL``: a task on two CPU models or more (without ``by_site``), on two (CPU model, site)
+    pairs or more (with). ``per_week``: a task counts within each week on its own (the
+    screening's fits), else over every week of the frame (the window's fit)."""
+    task = Window.partitionBy(*(["week"] if per_week else []), "job_type", "task")
+    pair = F.struct("cpu_model", "site") if by_site else F.col("cpu_model")
+    per_type = cells_df.withColumn(
+        "_informative", F.size(F.collect_set(pair).over(task)) >= 2
+    ).where("_informative")
     both = per_type.unionByName(per_type.withColumn("job_type", F.lit(ALL)))
-    return both.select("job_type", "task", "cpu_model", "site", "y", "n_jobs", "core_hours")
+    return both.select(*CELL_COLUMNS)
+
+
+def cells(prepared: DataFrame, by_site: bool = False) -> DataFrame:
+    """Prepared jobs -> the informative cells of each week, for every job type and for ``ALL``
+    (:func:`week_cells`, :func:`informative_cells` over all the frame's weeks)."""
+    return informative_cells(week_cells(prepared, by_site), by_site)
 
 
 def screen_outliers(
@@ -300,12 +404,16 @@ def screen_outliers(
 ) -> DataFrame:
     """Prepared jobs -> the same jobs without junk (stuck, crashed, wrong event counts).
 
-    A rough site-variant fit per job type (median cells, weighted means, a few accelerated
-    sweeps: residuals need not be precise to tell a 2x outlier); a job whose residual
-    exceeds ``max(clip_sigmas x 1.4826 x median |residual|, clip_floor)`` of its job type is
-    dropped. Jobs of tasks the fit cannot use (one cell) are kept: later steps drop them anyway.
+    A rough site-variant fit per week and job type (median cells, weighted means, a few
+    accelerated sweeps: residuals need not be precise to tell a 2x outlier); a job whose
+    residual exceeds ``max(clip_sigmas x 1.4826 x median |residual|, clip_floor)`` of its week
+    and job type is dropped. Jobs of tasks the week's fit cannot use (one cell) are kept: later
+    steps drop them anyway. A week's outcome depends on that week's jobs alone (incremental
+    state: gold._state_speed_cells).
     """
-    site_cells = cells(prepared, by_site=True).where(F.col("job_type") != ALL)
+    site_cells = informative_cells(
+        week_cells(prepared, by_site=True), by_site=True, per_week=True
+    ).where(F.col("job_type") != ALL)
     fit_in = site_cells.select(
         F.lit(VARIANT_SITE).alias("variant"),
         "job_type",
@@ -313,24 +421,28 @@ def screen_outliers(
         "task",
         "cpu_model",
         "site",
-        F.lit("").alias("gkey"),
+        F.coalesce(F.col("week").cast("string"), F.lit("")).alias("gkey"),
         F.lit(None).cast("string").alias("reference_model"),
         "y",
         F.col("n_jobs").cast("double").alias("w"),
     )
     fitted = fit_effects(fit_in, tolerance=tolerance, max_iterations=max_iterations).select(
+        F.col("gkey").alias("_wk"),
         "job_type",
         "task",
         "cpu_model",
         "site",
         (F.col("a") + F.col("b") + F.col("c")).alias("_fit"),
     )
-    res = prepared.join(fitted, ["job_type", "task", "cpu_model", "site"], "left").withColumn(
+    keyed = prepared.withColumn("_wk", F.coalesce(F.col("week").cast("string"), F.lit("")))
+    res = keyed.join(fitted, ["_wk", "job_type", "task", "cpu_model", "site"], "left").withColumn(
         "_r", F.col("y") - F.col("_fit")
     )
-    scale = res.groupBy("job_type").agg((F.lit(1.4826) * F.median(F.abs("_r"))).alias("_scale"))
+    scale = res.groupBy("_wk", "job_type").agg(
+        (F.lit(1.4826) * F.median(F.abs("_r"))).alias("_scale")
+    )
     limit = F.greatest(F.lit(clip_sigmas) * F.col("_scale"), F.lit(clip_floor))
-    kept = res.join(F.broadcast(scale), "job_type", "left").where(
+    kept = res.join(F.broadcast(scale), ["_wk", "job_type"], "left").where(
         F.col("_r").isNull() | (F.abs("_r") <= limit)
     )
     return kept.select(*prepared.columns)
@@ -522,6 +634,9 @@ def fit_effects(
     names = [f.name for f in out_schema.fields]
 
     def fit_group(pdf: pd.DataFrame) -> pd.DataFrame:
+        # cells in one order whatever order they arrived in (sums of floats depend on it): the
+        # fit of the same cells is the same to the last bit (incremental == full)
+        pdf = pdf.sort_values(["task", "cpu_model", "site", "y", "w"], kind="stable")
         ref = (pdf["cpu_model"] == pdf["reference_model"]).fillna(False).to_numpy(bool)
         t = pd.factorize(pdf["task"])[0]
         m = pd.factorize(pdf["cpu_model"])[0]
@@ -740,13 +855,9 @@ def factor_agreement(factors: DataFrame) -> DataFrame:
     return GOLD_SPEED_FACTOR_AGREEMENT.conform(summary(pairs).unionByName(summary(pooled)))
 
 
-def benchmark_mismatch(factors: DataFrame, jobs: DataFrame, margin: float = 0.10) -> DataFrame:
-    """gold.cpu_speed_factors and silver.jobs -> gold.benchmark_mismatch."""
-    hs23 = (
-        jobs.where(F.col("hs23_per_core") > 0)
-        .groupBy("cpu_model")
-        .agg(F.median("hs23_per_core").alias("hs23_per_core"))
-    )
+def benchmark_mismatch(factors: DataFrame, hs23: DataFrame, margin: float = 0.10) -> DataFrame:
+    """gold.cpu_speed_factors and the median declared HS23 per core of each model (cpu_model,
+    hs23_per_core: :func:`model_attributes`) -> gold.benchmark_mismatch."""
     ref_hs23 = hs23.select(
         F.col("cpu_model").alias("reference_model"), F.col("hs23_per_core").alias("_ref_hs23")
     )
@@ -839,8 +950,93 @@ def site_anomalies(
     return GOLD_SITE_SPEED_ANOMALIES.conform(out)
 
 
-def compute(
-    jobs: DataFrame,
+def model_state(jobs: DataFrame) -> DataFrame:
+    """silver.jobs -> gold._state_speed_models: jobs per (week, cpu_model, microarchitecture,
+    hs23_per_core)."""
+    return (
+        jobs.where(F.col("cpu_model").isNotNull())
+        .groupBy(week_column(jobs).alias("week"), "cpu_model", "microarchitecture",
+                 "hs23_per_core")
+        .agg(F.count(F.lit(1)).alias("n_jobs"))
+    )  # fmt: skip
+
+
+def model_attributes(models: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """gold._state_speed_models rows -> (cpu_model, microarchitecture): the most frequent one
+    (ties to the smallest name); (cpu_model, hs23_per_core): the exact median of the jobs'
+    positive declared HS23 per core (as ``median`` over the jobs: the value at rank (n - 1) / 2,
+    interpolated between the two ranks around it)."""
+    arch = (
+        models.where(F.col("microarchitecture").isNotNull())
+        .groupBy("cpu_model", "microarchitecture")
+        .agg(F.sum("n_jobs").alias("_n"))
+        .withColumn("_top", F.max("_n").over(Window.partitionBy("cpu_model")))
+        .where(F.col("_n") == F.col("_top"))
+        .groupBy("cpu_model")
+        .agg(F.min("microarchitecture").alias("microarchitecture"))
+    )
+    counts = (
+        models.where(F.col("hs23_per_core") > 0)
+        .groupBy("cpu_model", "hs23_per_core")
+        .agg(F.sum("n_jobs").alias("_n"))
+    )
+    ordered = Window.partitionBy("cpu_model").orderBy("hs23_per_core")
+    ranks = (
+        counts.withColumn("_hi", F.sum("_n").over(ordered.rowsBetween(Window.unboundedPreceding,
+                                                                      Window.currentRow)))
+        .withColumn("_lo", F.col("_hi") - F.col("_n"))  # the values' 0-based ranks: [_lo, _hi)
+        .withColumn("_pos", (F.sum("_n").over(Window.partitionBy("cpu_model")) - 1) / 2.0)
+    )  # fmt: skip
+    k_lo, k_hi = F.floor("_pos"), F.ceil("_pos")
+    at = lambda k: F.max(F.when((F.col("_lo") <= k) & (k < F.col("_hi")), F.col("hs23_per_core")))  # noqa: E731
+    hs23 = (
+        ranks.groupBy("cpu_model")
+        .agg(at(k_lo).alias("_v_lo"), at(k_hi).alias("_v_hi"), F.first("_pos").alias("_pos"))
+        .select(
+            "cpu_model",
+            F.when(F.col("_v_lo") == F.col("_v_hi"), F.col("_v_lo"))
+            .otherwise(
+                (F.ceil("_pos") - F.col("_pos")) * F.col("_v_lo")
+                + (F.col("_pos") - F.floor("_pos")) * F.col("_v_hi")
+            )
+            .alias("hs23_per_core"),
+        )
+    )
+    return arch, hs23
+
+
+def state(jobs: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """silver.jobs (any set of whole weeks) -> the rows of gold._state_speed_cells and
+    gold._state_speed_models for those weeks (each week computed from its own jobs alone)."""
+    kept = screen_outliers(prepare(jobs))
+    cells_df = (
+        week_cells(kept)
+        .withColumn("variant", F.lit(VARIANT_MODEL))
+        .unionByName(week_cells(kept, by_site=True).withColumn("variant", F.lit(VARIANT_SITE)))
+    )
+    return GOLD_STATE_SPEED_CELLS.conform(cells_df), GOLD_STATE_SPEED_MODELS.conform(
+        model_state(jobs)
+    )
+
+
+def in_window(
+    cells_state: DataFrame, models_state: DataFrame, window_weeks: int = WINDOW_WEEKS
+) -> tuple[DataFrame, DataFrame]:
+    """The state of the fit's window: the latest week with a cell and the ``window_weeks`` - 1
+    weeks before it (rows of a null week, frames without times, are always in)."""
+    latest = cells_state.agg(F.max("week").alias("_latest"))
+    cutoff = F.date_sub(F.col("_latest"), 7 * (window_weeks - 1))
+
+    def window(df: DataFrame) -> DataFrame:
+        inside = F.col("week").isNull() | F.col("_latest").isNull() | (F.col("week") >= cutoff)
+        return df.crossJoin(F.broadcast(latest)).where(inside).drop("_latest")
+
+    return window(cells_state), window(models_state)
+
+
+def fit(
+    cells_state: DataFrame,
+    models_state: DataFrame,
     reference_model: str | None = None,
     bootstrap: int = 39,  # with type-6 order statistics the limits are the extreme replicates
     margin: float = 0.10,
@@ -848,12 +1044,18 @@ def compute(
     site_margin: float = 0.05,
     tolerance: float = 1e-6,
     max_iterations: int = 100,
+    window_weeks: int = WINDOW_WEEKS,
 ) -> dict[str, DataFrame]:
-    """silver.jobs -> the four gold tables (full table name -> DataFrame, conformed)."""
-    prepared = prepare(jobs)
-    kept = screen_outliers(prepared).localCheckpoint(eager=True)
-    model_cells = cells(kept).withColumn("variant", F.lit(VARIANT_MODEL))
-    site_cells = cells(kept, by_site=True).withColumn("variant", F.lit(VARIANT_SITE))
+    """The state (gold._state_speed_cells and _state_speed_models rows) -> the four gold tables
+    (full table name -> DataFrame, conformed), fitted over the window's weeks."""
+    cells_state, models_state = in_window(cells_state, models_state, window_weeks)
+    by_variant = lambda v: cells_state.where(F.col("variant") == v)  # noqa: E731
+    model_cells = informative_cells(by_variant(VARIANT_MODEL)).withColumn(
+        "variant", F.lit(VARIANT_MODEL)
+    )
+    site_cells = informative_cells(by_variant(VARIANT_SITE), by_site=True).withColumn(
+        "variant", F.lit(VARIANT_SITE)
+    )
     boot = bootstrap_cells(model_cells.unionByName(site_cells), bootstrap, seed).localCheckpoint(
         eager=True
     )
@@ -875,15 +1077,11 @@ def compute(
     fit_cells = fit_cells.localCheckpoint(eager=True)
     fitted = fit_effects(fit_cells, tolerance=tolerance, max_iterations=max_iterations)
     fitted = fitted.localCheckpoint(eager=True)
-    microarchitectures = (
-        jobs.where(F.col("cpu_model").isNotNull())
-        .groupBy("cpu_model")
-        .agg(F.mode("microarchitecture").alias("microarchitecture"))
-    )
+    microarchitectures, hs23 = model_attributes(models_state)
     factors = speed_factors(model_replicates(fitted), refs, microarchitectures).localCheckpoint(
         eager=True
     )
-    mismatch = benchmark_mismatch(factors, jobs, margin)
+    mismatch = benchmark_mismatch(factors, hs23, margin)
     agreement = factor_agreement(factors)
     anomalies = site_anomalies(site_replicates(fitted), fit_cells, refs, site_margin)
     return {
@@ -894,8 +1092,46 @@ def compute(
     }
 
 
+def compute(jobs: DataFrame, **params: object) -> dict[str, DataFrame]:
+    """silver.jobs -> every table of the group (full table name -> DataFrame, conformed): every
+    week's state, then the fit over the window (``params``: those of :func:`fit`)."""
+    cells_state, models_state = state(jobs)
+    cells_state = cells_state.localCheckpoint(eager=True)
+    models_state = models_state.localCheckpoint(eager=True)
+    return {
+        GOLD_STATE_SPEED_CELLS.full_name: cells_state,
+        GOLD_STATE_SPEED_MODELS.full_name: models_state,
+        **fit(cells_state, models_state, **params),  # type: ignore[arg-type]
+    }
+
+
 def _build(inputs: Inputs) -> dict[str, DataFrame]:
     return compute(inputs.read(SILVER_JOBS))
 
 
-GROUP = GoldGroup("speed_factors", TABLES, reads=(SILVER_JOBS,), build=_build)
+def _build_weeks(inputs: Inputs, weeks: Sequence[date]) -> dict[str, DataFrame]:
+    """The state of ``weeks`` recomputed from their jobs (the state tables' rows of those weeks
+    are replaced), the other weeks' state read back, and the fit over the window of both."""
+    changed = F.col("week").isin(list(weeks))
+    cells_new, models_new = state(inputs.read(SILVER_JOBS).where(changed))
+    cells_new = cells_new.localCheckpoint(eager=True)
+    models_new = models_new.localCheckpoint(eager=True)
+    # read (and materialised) before the state tables are rewritten with the new weeks
+    cells_all = (
+        inputs.read(GOLD_STATE_SPEED_CELLS).where(~changed).unionByName(cells_new)
+        .localCheckpoint(eager=True)
+    )  # fmt: skip
+    models_all = (
+        inputs.read(GOLD_STATE_SPEED_MODELS).where(~changed).unionByName(models_new)
+        .localCheckpoint(eager=True)
+    )  # fmt: skip
+    return {
+        GOLD_STATE_SPEED_CELLS.full_name: cells_new,
+        GOLD_STATE_SPEED_MODELS.full_name: models_new,
+        **fit(cells_all, models_all),
+    }
+
+
+GROUP = GoldGroup(
+    "speed_factors", TABLES, reads=(SILVER_JOBS,), build=_build, build_weeks=_build_weeks
+)

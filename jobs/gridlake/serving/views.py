@@ -37,10 +37,11 @@ VIEW_DIR = SQL_DIR / VIEW_DATABASE
 
 
 def view_sources() -> tuple[Table, ...]:
-    """The tables behind the views: every silver table, then every gold table."""
+    """The tables behind the views: every silver table, then every gold table, but the gold
+    groups' internal state (``gold._state_*``: what incremental analyze keeps between runs)."""
     from gridlake.serving.docs import documented_tables
 
-    return documented_tables()
+    return tuple(t for t in documented_tables() if not t.name.startswith("_"))
 
 
 def view_name(table: Table) -> str:
