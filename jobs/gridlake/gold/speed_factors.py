@@ -1034,6 +1034,29 @@ def in_window(
     return window(cells_state), window(models_state)
 
 
+def merge_weeks(cells_state: DataFrame) -> DataFrame:
+    """The window's weekly cells of a (variant, job type, task, CPU model, site) merged into one:
+    n_jobs and core_hours summed, y the n_jobs-weighted mean of the weeks' medians, added in
+    week order (the same bits whichever order the rows arrive in); ``week`` null.
+
+    The fit loses nothing: its terms are weighted means over cells (weight n_jobs x the task's
+    bootstrap weight), to which cells sharing task, model and site contribute sum(n y) and
+    sum(n) either way; so are the site residuals, and the counts are sums. The fit's cost is
+    that of the window's distinct cells, not of its weeks x cells."""
+    keys = ("variant", "job_type", "task", "cpu_model", "site")
+    parts = F.array_sort(F.collect_list(F.struct("week", "n_jobs", "y", "core_hours")))
+    zero_n, zero_f = F.lit(0).cast("bigint"), F.lit(0.0)
+    merged = cells_state.groupBy(*keys).agg(parts.alias("_c"))
+    n = F.aggregate("_c", zero_n, lambda acc, c: acc + c["n_jobs"])
+    return merged.select(
+        F.lit(None).cast("date").alias("week"),
+        *keys,
+        (F.aggregate("_c", zero_f, lambda acc, c: acc + c["n_jobs"] * c["y"]) / n).alias("y"),
+        n.alias("n_jobs"),
+        F.aggregate("_c", zero_f, lambda acc, c: acc + c["core_hours"]).alias("core_hours"),
+    )
+
+
 def fit(
     cells_state: DataFrame,
     models_state: DataFrame,
@@ -1049,6 +1072,7 @@ def fit(
     """The state (gold._state_speed_cells and _state_speed_models rows) -> the four gold tables
     (full table name -> DataFrame, conformed), fitted over the window's weeks."""
     cells_state, models_state = in_window(cells_state, models_state, window_weeks)
+    cells_state = merge_weeks(cells_state)
     by_variant = lambda v: cells_state.where(F.col("variant") == v)  # noqa: E731
     model_cells = informative_cells(by_variant(VARIANT_MODEL)).withColumn(
         "variant", F.lit(VARIANT_MODEL)
