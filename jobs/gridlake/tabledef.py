@@ -138,13 +138,12 @@ class Table:
         done = (id(spark), self.full_name)
         if not self.partition_by or done in _PARTITIONING_OK:
             return False
-        from delta.tables import DeltaTable
+        from gridlake import deltalog
 
-        path = self.path(settings)
-        if not DeltaTable.isDeltaTable(spark, path):
+        columns = deltalog.partition_columns(spark, self.path(settings))
+        if columns is None:
             return False
-        row = DeltaTable.forPath(spark, path).detail().select("partitionColumns").first()
-        if row is not None and tuple(row[0] or ()) == tuple(self.partition_by):
+        if columns == tuple(self.partition_by):
             _PARTITIONING_OK.add(done)
             return False
         return True

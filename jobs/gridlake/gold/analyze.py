@@ -174,28 +174,44 @@ def fingerprint(
     import hashlib
     import json
 
-    from delta.tables import DeltaTable
-
+    from gridlake import deltalog
     from gridlake.silver.tables import TABLES as SILVER_TABLES
 
     known = {t.full_name: t for t in (*SILVER_TABLES, *gold_tables())}
     versions = {}
     for name in GROUP_INPUTS[group]:
-        path = known[name].path(settings)
-        if DeltaTable.isDeltaTable(spark, path):
-            row = DeltaTable.forPath(spark, path).history(1).select("version").first()
-            versions[name] = int(row[0]) if row else -1
-        else:
-            versions[name] = -1
+        found = deltalog.version(spark, known[name].path(settings))
+        versions[name] = -1 if found is None else found
     rules = ""
     if group in RULE_TABLES:
         table = known[RULE_TABLES[group]]
         source = table.conform(rules_frame) if rules_frame is not None else None
-        if source is not None or DeltaTable.isDeltaTable(spark, table.path(settings)):
+        written = None if source is not None else _written_rules(spark, table, settings)
+        if written is not None:
+            rules = written
+        elif source is not None or deltalog.version(spark, table.path(settings)) is not None:
             rule_rows = (source or Inputs(spark, settings).read(table)).collect()  # a few rules
             rows = sorted(json.dumps(r.asDict(), sort_keys=True, default=str) for r in rule_rows)
             rules = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
     return json.dumps({"code": _code_hash(), "inputs": versions, "rules": rules}, sort_keys=True)
+
+
+def _written_rules(spark: SparkSession, table: Table, settings: Settings) -> str | None:
+    """The hash of a rule table's content when its latest commit is an analyze write (whose
+    fingerprint holds the hash of the rules it wrote): no read of the table. None after an
+    operator's edit (or any other commit): the caller hashes the rows."""
+    import json
+
+    from gridlake import deltalog
+
+    last = deltalog.commits(spark, table.path(settings), 1)
+    if not last or last[0].operation != "WRITE":
+        return None
+    try:
+        value = json.loads(json.loads(last[0].user_metadata or "")[FINGERPRINT_KEY])["rules"]
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    return str(value) if value else None
 
 
 def _record_empty_write(spark: SparkSession, table: Table, meta: str, settings: Settings) -> None:
@@ -205,13 +221,12 @@ def _record_empty_write(spark: SparkSession, table: Table, meta: str, settings: 
     as a table property (:func:`_last_fingerprint` reads it back from that commit)."""
     import json
 
-    from delta.tables import DeltaTable
-
+    from gridlake import deltalog
     from gridlake.tabledef import _q
 
     path = table.path(settings)
-    last = DeltaTable.forPath(spark, path).history(1).select("userMetadata").first()
-    if last is not None and last[0] == meta:
+    last = deltalog.commits(spark, path, 1)
+    if last and last[0].user_metadata == meta:
         return  # the write committed (it removed rows)
     value = json.loads(meta)[FINGERPRINT_KEY]
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({_q(FINGERPRINT_KEY)} = {_q(value)})")
@@ -226,28 +241,28 @@ def _last_fingerprint(spark: SparkSession, table: Table, settings: Settings) -> 
     userMetadata, set to the restored version's fingerprint) counts as that write."""
     import json
 
-    from delta.tables import DeltaTable
+    from gridlake import deltalog
 
     path = table.path(settings)
-    if not DeltaTable.isDeltaTable(spark, path):
-        return None
-    history = DeltaTable.forPath(spark, path).history(20)
-    rows = history.select("operation", "userMetadata", "operationParameters").collect()
-    for row in rows:  # bounded: 20 commits
-        try:
-            value = json.loads(row["userMetadata"]).get(FINGERPRINT_KEY)
-        except (TypeError, ValueError, AttributeError):
-            value = None
-        if not value and row["operation"] == "SET TBLPROPERTIES":  # an empty result's commit
+    for limit in (1, 20):  # the latest commit decides but after OPTIMIZE and the like
+        commits = deltalog.commits(spark, path, limit)
+        for commit in commits:  # bounded: 20 commits
             try:
-                props = json.loads((row["operationParameters"] or {}).get("properties") or "{}")
-                value = props.get(FINGERPRINT_KEY)
+                value = json.loads(commit.user_metadata or "").get(FINGERPRINT_KEY)
             except (TypeError, ValueError, AttributeError):
                 value = None
-        if value:
-            return str(value)
-        if row["operation"] == "RESTORE":
-            return None
+            if not value and commit.operation == "SET TBLPROPERTIES":  # an empty result's commit
+                try:
+                    props = json.loads(commit.parameters.get("properties") or "{}")
+                    value = props.get(FINGERPRINT_KEY)
+                except (TypeError, ValueError, AttributeError):
+                    value = None
+            if value:
+                return str(value)
+            if commit.operation == "RESTORE":
+                return None
+        if len(commits) < limit:
+            return None  # the whole history read
     return None
 
 
@@ -274,11 +289,17 @@ def analyze(
         raise ValueError(f"unknown gold groups {unknown}; one of {', '.join(GROUPS)}")
     checked: list[tuple] = []  # the gate's outcomes, appended in one commit at the end
     names = list(groups or GROUPS)
+    # every table the run writes or reads exists, empty until its data suffices: ensured at
+    # once (one metastore listing per database, the tables checked side by side)
+    needed = {t.full_name: t for n in names for g in [group(n)]
+              for t in (*g.tables, *g.reads, *((g.rules,) if g.rules else ()))}  # fmt: skip
+    ensure_tables(spark, needed.values(), settings)
+    ensured = frozenset(needed)
     try:
         by_group = dict(
             _run_groups(
                 names,
-                lambda name: _analyze_group(spark, name, settings, skip_current, checked),
+                lambda name: _analyze_group(spark, name, settings, skip_current, checked, ensured),
                 settings.analyze_workers,
             )
         )
@@ -290,14 +311,20 @@ def analyze(
 
 
 def _analyze_group(
-    spark: SparkSession, name: str, settings: Settings, skip_current: bool, checked: list[tuple]
+    spark: SparkSession,
+    name: str,
+    settings: Settings,
+    skip_current: bool,
+    checked: list[tuple],
+    ensured: frozenset[str] = frozenset(),
 ) -> dict[str, int]:
-    """One group of :func:`analyze`: rows per table written ({} when skipped as current)."""
+    """One group of :func:`analyze`: rows per table written ({} when skipped as current).
+    ``ensured``: the tables the caller ensured (its own tables and inputs, else ensured here)."""
     import json
 
     tables = {t.full_name: t for t in group_tables(name)}
-    # every table exists, empty until its data suffices
-    ensure_tables(spark, tables.values(), settings)
+    if not set(tables) <= ensured:  # every table exists, empty until its data suffices
+        ensure_tables(spark, tables.values(), settings)
     fp = fingerprint(spark, name, settings)
     written = [t for t in tables.values() if t.full_name != "gold.network_model_runs"]
     last = {_last_fingerprint(spark, t, settings) for t in written}
@@ -319,11 +346,11 @@ def _analyze_group(
     build_weeks = group(name).build_weeks
     replace_where = None
     if skip_current and weeks and build_weeks is not None:
-        frames = build_weeks(Inputs(spark, settings), weeks)
+        frames = build_weeks(Inputs(spark, settings, ensured), weeks)
         replace_where = "week IN (" + ", ".join(f"DATE'{w.isoformat()}'" for w in weeks) + ")"
         log.warning("gold group %s: recomputing the weeks %s", name, [str(w) for w in weeks])
     else:
-        frames = group(name).build(Inputs(spark, settings))
+        frames = group(name).build(Inputs(spark, settings, ensured))
     if name in RULE_TABLES:  # the rules as written below (built from collected rows)
         fp = fingerprint(spark, name, settings, frames[RULE_TABLES[name]])
     meta = {FINGERPRINT_KEY: fp}
@@ -341,6 +368,8 @@ def _analyze_group(
 
 
 WEEKS_KEY = "gridlake.analyze.weeks"
+# the rows a whole-table write wrote (the next write's previous row count, without a query)
+ROWS_KEY = "gridlake.analyze.rows"
 
 
 def changed_weeks(
@@ -453,13 +482,28 @@ def _run_groups(
 def _previous_rows(
     spark: SparkSession, table: Table, settings: Settings, where: str | None = None
 ) -> int | None:
-    """The row count of the table's current version from its Delta log (no data read), or of
-    its rows matching ``where`` (the weeks about to be replaced); None for a table never
-    written."""
-    from delta.tables import DeltaTable
+    """The row count of the table's current version, or of its rows matching ``where`` (the
+    weeks about to be replaced); None for a table never written.
+
+    Whole: the count the latest commit recorded when that commit is an analyze write of the
+    whole table (``ROWS_KEY`` in its metadata: no query), else counted from the Delta log's
+    file statistics (no data read, but a Spark query)."""
+    import json
+
+    from gridlake import deltalog
 
     path = table.path(settings)
-    if not DeltaTable.isDeltaTable(spark, path):
+    if where is None:
+        last = deltalog.commits(spark, path, 1)
+        if not last:
+            return None
+        try:
+            meta = json.loads(last[0].user_metadata or "")
+            if last[0].operation == "WRITE" and ROWS_KEY in meta and WEEKS_KEY not in meta:
+                return int(meta[ROWS_KEY])
+        except (TypeError, ValueError, AttributeError):
+            pass
+    elif deltalog.version(spark, path) is None:
         return None
     current = spark.read.format("delta").load(path)
     return int((current.where(where) if where else current).count())  # whole: the log's stats
@@ -501,6 +545,8 @@ def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run
     A failed gate raises QualityGateError with the reason and writes nothing: the previous
     version stays what readers see. Every outcome is added to ``checked`` (rows for
     silver.quality_results, which the caller appends once, failure or not)."""
+    import json
+
     from pyspark import StorageLevel
 
     frame = table.conform(df).persist(StorageLevel.MEMORY_AND_DISK)
@@ -515,6 +561,8 @@ def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run
             previous_rows=previous,
             record=lambda results: checked.extend(_check_rows(table, results, run_id)),
         )
+        if not replace_where:  # the rows, for the next write's gate (_previous_rows)
+            meta = json.dumps({**json.loads(meta), ROWS_KEY: rows})
         if not replace_where and table.partitioning_differs(spark, settings):
             log.warning("%s: re-partitioned by %s (its definition changed)", table.full_name,
                         table.partition_by)  # fmt: skip

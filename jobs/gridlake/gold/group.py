@@ -25,9 +25,15 @@ class Inputs:
 
     spark: SparkSession
     settings: Settings
+    # tables the caller has ensured in this run (analyze ensures every table of a run at once)
+    ensured: frozenset[str] = frozenset()
+
+    def _ensure(self, table: Table) -> None:
+        if table.full_name not in self.ensured:
+            table.ensure(self.spark, self.settings)
 
     def read(self, table: Table) -> DataFrame:
-        table.ensure(self.spark, self.settings)
+        self._ensure(table)
         return self.spark.read.format("delta").load(table.path(self.settings))
 
     def rules(
@@ -42,7 +48,7 @@ class Inputs:
         """
         from delta.tables import DeltaTable
 
-        table.ensure(self.spark, self.settings)
+        self._ensure(table)
         if not DeltaTable.isDeltaTable(self.spark, table.path(self.settings)):
             # not written yet at this storage root (registered for another one): shipped rules
             frame = table.conform(shipped(self.spark))

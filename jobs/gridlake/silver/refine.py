@@ -35,6 +35,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from gridlake import deltalog
 from gridlake.bronze.tables import BRONZE
 from gridlake.contracts import contract
 from gridlake.quality import CheckResult, QualityGateError, gate
@@ -296,10 +297,10 @@ def _merge(
         .whenNotMatchedInsertAll()
         .execute()
     )
-    row = target.history(1).select("operation", "operationMetrics").first()
-    if row is None or row["operation"] != "MERGE":
+    last = deltalog.commits(spark, path, 1)  # the MERGE's own commit: its metrics
+    if not last or last[0].operation != "MERGE":
         return 0, 0, left
-    m = row["operationMetrics"] or {}
+    m = last[0].metrics
     if out.moves:
         _check_unique(spark, out, rows, settings)
     return int(m.get("numTargetRowsInserted", 0)), int(m.get("numTargetRowsUpdated", 0)), left
@@ -584,14 +585,18 @@ def _features_watermark(spark: SparkSession, settings: Settings) -> datetime | N
     the user metadata of its latest refresh commit (OPTIMIZE/VACUUM commits carry none)."""
     import json
 
-    history = DeltaTable.forPath(spark, SILVER_JOB_NODE_FEATURES.path(settings)).history(100)
-    for row in history.where("userMetadata IS NOT NULL").select("userMetadata").collect():
-        try:
-            value = json.loads(row[0]).get(FEATURES_WATERMARK_KEY)
-        except (ValueError, AttributeError):
-            continue
-        if value:
-            return datetime.fromisoformat(value)
+    path = SILVER_JOB_NODE_FEATURES.path(settings)
+    for limit in (1, 100):  # the latest commit, unless OPTIMIZE/VACUUM came after it
+        commits = deltalog.commits(spark, path, limit)
+        for commit in commits:
+            try:
+                value = json.loads(commit.user_metadata or "").get(FEATURES_WATERMARK_KEY)
+            except (ValueError, AttributeError):
+                continue
+            if value:
+                return datetime.fromisoformat(value)
+        if len(commits) < limit:
+            break
     return None
 
 
@@ -692,7 +697,8 @@ def refresh_job_node_features(
             spark.conf.unset(key)
     finally:
         affected.unpersist()
-    m = target.history(1).select("operationMetrics").first()[0] or {}
+    last = deltalog.commits(spark, SILVER_JOB_NODE_FEATURES.path(settings), 1)
+    m = last[0].metrics if last else {}
     return FeatureRefresh(
         batch_ids,
         [w.isoformat() for w in weeks],
