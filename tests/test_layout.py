@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "": 0,  # the package itself (__init__)
     "settings": 0,
     "spark": 0,
+    "deltalog": 0,
     "tabledef": 0,
     "contracts": 0,
     "quality": 0,

@@ -4,7 +4,8 @@ The package's folders are its layers, lowest first; a module imports only from i
 lower ones (``tests/test_layout.py`` checks it, and that no import cycle exists):
 
 0. core, at the top of the package: ``settings`` (the one switch between local and cluster),
-   ``spark`` (the session), ``tabledef`` (Table, Column, Check), ``contracts`` (the record
+   ``spark`` (the session), ``deltalog`` (a Delta table's version and commits, read from its
+   log without a Spark query), ``tabledef`` (Table, Column, Check), ``contracts`` (the record
    schemas of ``schemas/``), ``quality`` (checks and the gate), ``reference`` (the CPU
    model table), ``alerts`` (``ops.alerts``: what failed and needs a person) and ``contacts``
    (``ops.sites``: where each site's weekly report is e-mailed);
