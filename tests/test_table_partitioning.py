@@ -127,3 +127,42 @@ def test_a_registered_table_whose_folder_was_wiped_gets_a_clear_error(
         assert spark.table(f"{db}.{T.name}").count() == 0
     finally:
         spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
+
+
+def test_a_creation_killed_before_its_first_commit_is_created_by_the_next_ensure(
+    spark, settings, tmp_path
+) -> None:
+    """A SIGKILL during a table's first CREATE TABLE can leave its location with a _delta_log
+    and no commit (the fault trials met it: refine then failed on every rerun with Delta's
+    "is not empty and also not a Delta table"). The next ensure removes that leftover and
+    creates the table; a location holding anything more is left alone, and Delta's error
+    stands."""
+    import shutil
+
+    from gridlake.gold.io_signatures import GOLD_NODE_SATURATION
+    from gridlake.tabledef import ensure_tables
+
+    db = "gridlake_test_interrupted"
+    T = dataclasses.replace(GOLD_NODE_SATURATION, database=db)
+    local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
+    location = tmp_path / "warehouse" / db / T.name
+    try:
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {db} LOCATION '{tmp_path / 'warehouse' / db}'")
+        # what the kill left: the log's folders and a commit's temporary file, no commit
+        (location / "_delta_log" / "_staged_commits").mkdir(parents=True)
+        (location / "_delta_log" / ".00000000000000000000.json.3f2a.tmp").write_text("{")
+        ensure_tables(spark, [T], local)
+        assert spark.table(f"{db}.{T.name}").count() == 0
+        assert sorted(p.name for p in (location / "_delta_log").glob("*.json")) == [
+            "00000000000000000000.json"
+        ]
+        # a stray data file beside an empty log is not a creation's leftover: not removed
+        spark.sql(f"DROP TABLE {db}.{T.name}")
+        shutil.rmtree(location)
+        (location / "_delta_log").mkdir(parents=True)
+        (location / "part-0000.parquet").write_bytes(b"PAR1")
+        with pytest.raises(Exception, match="not empty"):
+            ensure_tables(spark, [T], local)
+        assert (location / "part-0000.parquet").exists()
+    finally:
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")

@@ -7,6 +7,7 @@ never dropped or retyped) and conforms a DataFrame to its columns. The registry 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -233,6 +234,38 @@ def _unreadable(
     )
 
 
+_COMMITTED = re.compile(r"^\d{20}\.(json|checkpoint.*\.parquet)$|^_last_checkpoint$")
+
+
+def _clear_interrupted_creation(spark: SparkSession, table: Table, settings: Settings) -> None:
+    """Remove what a CREATE TABLE killed before its first commit left at the table's location:
+    a ``_delta_log`` folder with no commit in it (empty, or holding ``_staged_commits`` or a
+    commit's temporary file). Delta refuses to create a table over a location that "is not
+    empty and also not a Delta table", so without this the command could never run again.
+    Anything else at the location (a data file, a commit) is left alone: Delta's error then
+    stands."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    root = jvm.org.apache.hadoop.fs.Path(table.path(settings))
+    fs = root.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    if not fs.exists(root):
+        return
+    log_dir = jvm.org.apache.hadoop.fs.Path(root, "_delta_log")
+    if any(str(st.getPath().getName()) != "_delta_log" for st in fs.listStatus(root)):
+        return  # data or other folders: not an interrupted creation
+    if fs.exists(log_dir):
+        files = fs.listFiles(log_dir, True)
+        while files.hasNext():
+            if _COMMITTED.match(str(files.next().getPath().getName())):
+                return  # a commit: a Delta table (or more than a creation)
+    import logging
+
+    logging.getLogger(__name__).warning(
+        "%s: %s holds an interrupted creation (a _delta_log without a commit): removed",
+        table.full_name, table.path(settings),
+    )  # fmt: skip
+    fs.delete(root, True)
+
+
 def ensure_tables(
     spark: SparkSession,
     tables: Iterable[Table],
@@ -268,6 +301,7 @@ def ensure_tables(
             except Exception as error:
                 raise _unreadable(spark, table, settings, error) from error
         else:
+            _clear_interrupted_creation(spark, table, settings)
             spark.sql(table.ddl(settings))
         table._set_missing_properties(spark)
 
