@@ -107,7 +107,9 @@ def test_incremental_analyze_replaces_the_changed_weeks_and_equals_the_full_reco
 
     # Nothing new, then a version of silver.jobs that changed no row: nothing is committed.
     versions = {t.full_name: _version(spark, t, local) for t in tables}
-    assert analyze(spark, local, groups=["site_efficiency"], skip_current=True) == {}
+    timings: dict[str, float] = {}
+    assert analyze(spark, local, ["site_efficiency"], skip_current=True, timings=timings) == {}
+    assert list(timings) == ["site_efficiency"] and timings["site_efficiency"] >= 0.0
     spark.sql(f"ALTER TABLE delta.`{SILVER_JOBS.path(local)}` SET TBLPROPERTIES ('x' = '1')")
     assert analyze(spark, local, groups=["site_efficiency"], skip_current=True) == {}
     assert {t.full_name: _version(spark, t, local) for t in tables} == versions

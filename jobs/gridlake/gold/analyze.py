@@ -31,6 +31,7 @@ added to it (an upgrade reaches existing instances) unless the operator's own ve
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, date, datetime
 
@@ -271,6 +272,7 @@ def analyze(
     settings: Settings | None = None,
     groups: Sequence[str] | None = None,
     skip_current: bool = False,
+    timings: dict[str, float] | None = None,
 ) -> dict[str, int]:
     """Recompute the gold tables of ``groups`` (all by default); returns rows per table.
 
@@ -281,7 +283,9 @@ def analyze(
     tables (``build_weeks``), recompute only the ISO weeks whose jobs changed since its last
     write (:func:`changed_weeks`) and replace those weeks' rows. Without it every group is
     recomputed whole from silver. Skipped groups are absent from the returned counts; for a
-    group recomputed by weeks the counts are the rows of those weeks."""
+    group recomputed by weeks the counts are the rows of those weeks. ``timings``, when given,
+    receives each group's wall-clock seconds (from its start to its last commit; groups run side
+    by side, so they add up to more than the run)."""
     settings = settings or get_settings()
     counts: dict[str, int] = {}
     unknown = [g for g in groups or () if g not in GROUPS]
@@ -299,7 +303,11 @@ def analyze(
         by_group = dict(
             _run_groups(
                 names,
-                lambda name: _analyze_group(spark, name, settings, skip_current, checked, ensured),
+                lambda name: _timed_group(
+                    name,
+                    lambda: _analyze_group(spark, name, settings, skip_current, checked, ensured),
+                    timings,
+                ),
                 settings.analyze_workers,
             )
         )
@@ -307,6 +315,19 @@ def analyze(
             counts.update(by_group[name])
     finally:
         _record_gold_checks(spark, checked, settings)
+    return counts
+
+
+def _timed_group(
+    name: str, run: Callable[[], dict[str, int]], timings: dict[str, float] | None
+) -> dict[str, int]:
+    t0 = time.perf_counter()
+    counts = run()
+    seconds = time.perf_counter() - t0
+    log.info("gold group %s: %.1f s (%s)", name, seconds, "skipped" if not counts else
+                f"{len(counts)} tables written")  # fmt: skip
+    if timings is not None:
+        timings[name] = round(seconds, 1)
     return counts
 
 

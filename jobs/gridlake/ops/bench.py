@@ -637,10 +637,16 @@ def _gold_incremental(spark: Any, scale: Scale, work: Path, pids: list[int]) -> 
     timed("full_30_days", lambda: analyze(spark, groups=JOBS_GROUPS))
     _load_bronze(spark, (last / "jobs.jsonl").as_uri(), "jobs", "end_time", [day_31])
     timed("refine_day_31", lambda: refine(spark, "jobs"))
-    counts = timed("incremental_day_31", lambda: analyze(spark, groups=JOBS_GROUPS,
-                                                          skip_current=True))  # fmt: skip
+    per_group: dict[str, float] = {}
+    counts = timed(
+        "incremental_day_31",
+        lambda: analyze(spark, groups=JOBS_GROUPS, skip_current=True, timings=per_group),
+    )
     out["incremental_day_31"]["rows_written"] = counts
-    timed("full_31_days", lambda: analyze(spark, groups=JOBS_GROUPS))
+    out["incremental_day_31"]["group_seconds"] = dict(per_group)
+    per_group.clear()
+    timed("full_31_days", lambda: analyze(spark, groups=JOBS_GROUPS, timings=per_group))
+    out["full_31_days"]["group_seconds"] = dict(per_group)
     out["ratio_vs_full"] = round(
         out["incremental_day_31"]["seconds"] / out["full_31_days"]["seconds"], 3
     )
