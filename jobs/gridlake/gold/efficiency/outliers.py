@@ -176,9 +176,17 @@ def outlier_metrics(jobs: DataFrame) -> DataFrame:
         .withColumn("_x", hs23_per_event)
     )
     ref = succ.groupBy("_norm_key").agg(F.percentile_approx("_x", 0.5, 10000).alias("_ref"))
-    succ = succ.join(ref, "_norm_key", "left").withColumn(
-        "_lrel", F.log(F.try_divide(F.col("_x"), F.when(F.col("_ref") > 0, F.col("_ref"))))
-    )
+    succ = (
+        succ.join(ref, "_norm_key", "left")
+        .select(
+            "week", "job_type", "site", "_cpu", "task_id", "events", "cpu_seconds",
+            "cores_wall_seconds", "hs23_per_core", "_x", "_ref",
+            F.log(F.try_divide(F.col("_x"), F.when(F.col("_ref") > 0, F.col("_ref"))))
+            .alias("_lrel"),
+        )
+        # read twice (the site and model effects' cells, then the metrics): computed once
+        .localCheckpoint(eager=True)
+    )  # fmt: skip
     site_eff, model_eff = site_model_effects(succ)
     succ = succ.join(F.broadcast(site_eff), ["site", "job_type"], "left").join(
         F.broadcast(model_eff), ["_cpu", "job_type"], "left"
@@ -353,6 +361,8 @@ def efficiency_outliers(jobs: DataFrame, rules: DataFrame) -> DataFrame:
         .where((F.col("n_jobs") >= F.col("min_jobs")) & (F.col("value") > 0))
         .withColumn("_log", F.log(F.col("value")))
         .withColumn("_day", F.datediff(F.col("week"), F.lit("1970-01-05").cast("date")))
+        # one row per (rule, week, entity, job type), read by each baseline and the score
+        .localCheckpoint(eager=True)
     )
     key = ["rule_id", "week", "entity_value", "job_type"]
     points = scored.select(
