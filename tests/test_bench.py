@@ -35,6 +35,41 @@ def test_a_missing_figure_is_not_a_pass() -> None:
     assert bench.judge("simulate", {"peak_rss_ratio_large_vs_small": 1.0}) == (None, None)
 
 
+def test_a_part_of_the_gold_stage_keeps_the_other_parts_figures_and_is_judged_on_both() -> None:
+    def meta(when: str, scale: str = "full") -> dict:
+        return {"measured_at": when, "scale": scale, "load_average": 2.0, "stage_seconds": 9.0}
+
+    full = {"full_ratio_10n_vs_n": 4.0, "full_seconds": {"n": 10, "10n": 40}, "efficiency": {}}
+    first = bench.stage_entry("gold", "full", full, None, meta("t1"))
+    # the incremental part has not run: its figure is missing, so the stage is not judged met
+    assert first["met"] is None and first["target_applies"] is True
+    assert first["full_ratio_10n_vs_n"] == 4.0 and list(first["parts"]) == ["full"]
+    assert first["parts"]["full"]["measured_at"] == "t1"
+
+    inc = {"incremental": {"ratio_vs_full": 0.15}, "incremental_ratio_vs_full": 0.15}
+    second = bench.stage_entry("gold", "incremental", inc, first, meta("t2"))
+    assert (second["full_ratio_10n_vs_n"], second["incremental_ratio_vs_full"]) == (4.0, 0.15)
+    assert second["met"] is True and second["measured_at"] == "t2"
+    assert {p: m["measured_at"] for p, m in second["parts"].items()} == {
+        "full": "t1",
+        "incremental": "t2",
+    }
+    # re-running one part replaces that part's figures only
+    worse = bench.stage_entry("gold", "full", {"full_ratio_10n_vs_n": 12.0}, second, meta("t3"))
+    assert (worse["full_ratio_10n_vs_n"], worse["incremental_ratio_vs_full"]) == (12.0, 0.15)
+    assert "full_seconds" not in worse and worse["met"] is False
+    assert worse["parts"]["incremental"]["measured_at"] == "t2"
+    # the whole stage: both parts measured now, nothing kept from before
+    whole = bench.stage_entry("gold", None, {**full, **inc}, worse, meta("t4", "small"))
+    assert {m["measured_at"] for m in whole["parts"].values()} == {"t4"}
+    assert whole["met"] is True and whole["target_applies"] is False
+    # a stage without parts is as before
+    ingest = bench.stage_entry(
+        "ingest", None, {"ratio_vs_consumer_perf_test": 0.2}, None, meta("t5")
+    )
+    assert ingest["met"] is False and "parts" not in ingest
+
+
 @pytest.mark.parametrize(
     ("stage", "figures", "met"),
     [

@@ -65,7 +65,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -535,22 +535,37 @@ def _wipe_warehouse(spark: Any) -> None:
     checkpoints.getFileSystem(conf).delete(checkpoints, True)
 
 
-def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
-    """Two parts. ``full``: every table of the groups that read silver.jobs alone
-    (``JOBS_GROUPS``) computed whole from a silver.jobs of N and of 10 N jobs (a week; hundreds
-    of CPU models, tens of thousands of tasks): seconds per group, fit iterations, peak memory,
-    ``full_ratio_10n_vs_n`` (target <= 10). ``incremental``: ``gridlake analyze`` of those
-    groups on the bench warehouse, 30 days of history (``day_jobs`` a day: days 1-2 refined,
-    days 3-30 bulk-loaded as their copies), one new day refined into it, then the incremental
-    analyze (what Airflow runs) and the full one (``--full``) on the same 31 days:
-    ``incremental_ratio_vs_full`` (target <= 0.2)."""
+GOLD_PARTS = ("full", "incremental")
+
+
+def bench_gold(scale: Scale, work: Path, parts: Sequence[str] = GOLD_PARTS) -> dict[str, Any]:
+    """Two parts (``parts``: both, or one: ``--only gold:full``, ``--only gold:incremental``;
+    at the full scale each takes hours). ``full``: every table of the groups that read
+    silver.jobs alone (``JOBS_GROUPS``) computed whole from a silver.jobs of N and of 10 N jobs
+    (a week; hundreds of CPU models, tens of thousands of tasks): seconds per group, fit
+    iterations, peak memory, ``full_ratio_10n_vs_n`` (target <= 10). ``incremental``:
+    ``gridlake analyze`` of those groups on the bench warehouse, 30 days of history
+    (``day_jobs`` a day: days 1-2 refined, days 3-30 bulk-loaded as their copies), one new day
+    refined into it, then the incremental analyze (what Airflow runs) and the full one
+    (``--full``) on the same 31 days: ``incremental_ratio_vs_full`` (target <= 0.2)."""
+    spark = _spark()
+    pids = [os.getpid(), _jvm_pid(spark)]
+    out: dict[str, Any] = {}
+    if "full" in parts:
+        out.update(_gold_full(spark, scale, work, pids))
+    if "incremental" in parts:
+        out["incremental"] = _gold_incremental(spark, scale, work, pids)
+        out["incremental_ratio_vs_full"] = out["incremental"]["ratio_vs_full"]
+    spark.stop()
+    return out
+
+
+def _gold_full(spark: Any, scale: Scale, work: Path, pids: list[int]) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     from gridlake.gold.analyze import gold_frames
     from gridlake.silver.files import silver_jobs_from_jsonl
 
-    spark = _spark()
-    pids = [os.getpid(), _jvm_pid(spark)]
     out: dict[str, Any] = {}
     root = get_settings().storage_root.rstrip("/") + "/bench"
     groups = {"efficiency": ("site_efficiency", "efficiency"), "speed_factors": ("speed_factors",)}
@@ -596,9 +611,6 @@ def bench_gold(scale: Scale, work: Path) -> dict[str, Any]:
     peak = {lb: max((v for name in groups for v in out[name][lb]["peak_rss_mb"].values() if v),
                     default=0.0) for lb in ("n", "10n")}  # fmt: skip
     out["peak_rss_ratio_10n_vs_n"] = round(peak["10n"] / peak["n"], 2) if peak["n"] else None
-    out["incremental"] = _gold_incremental(spark, scale, work, pids)
-    out["incremental_ratio_vs_full"] = out["incremental"]["ratio_vs_full"]
-    spark.stop()
     return out
 
 
@@ -1030,6 +1042,49 @@ def _figure(results: dict[str, Any], dotted: str) -> Any:
     return value
 
 
+# Stages that run in parts (``--only gold:full``; at the full scale each part takes hours): the
+# figures each part writes. A part's run replaces its own figures and keeps the other parts'
+# from the last run at the same scale; ``parts`` says when and under what load each was measured.
+PARTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "gold": {
+        "full": ("efficiency", "speed_factors", "full_seconds", "full_ratio_10n_vs_n",
+                 "peak_rss_ratio_10n_vs_n"),
+        "incremental": ("incremental", "incremental_ratio_vs_full"),
+    },
+}  # fmt: skip
+_META = ("measured_at", "scale", "load_average", "load_average_max", "stage_seconds")
+
+
+def stage_entry(
+    stage: str,
+    part: str | None,
+    got: dict[str, Any],
+    previous: dict[str, Any] | None,
+    meta: dict[str, Any],
+) -> dict[str, Any]:
+    """The stage's object in the results file: ``meta`` (when, scale, load, seconds), the
+    figures, ``target`` and ``met`` (judged on all the figures), ``target_applies``. For one
+    ``part`` of a stage the other parts' figures (and their ``parts`` entries) are kept from
+    ``previous``, its last run at this scale; ``met`` stays null until every part has run."""
+    figures = {k: v for k, v in got.items() if k not in ("target", "met")}
+    parts = PARTS.get(stage)
+    if parts:
+        done = dict((previous or {}).get("parts", {})) if part else {}
+        if part:
+            kept = {k for p, keys in parts.items() if p != part for k in keys}
+            figures = {**{k: v for k, v in (previous or {}).items() if k in kept}, **figures}
+        done.update({p: meta for p in ([part] if part else parts)})
+        figures["parts"] = {p: done[p] for p in parts if p in done}
+    text, met = judge(stage, figures)
+    return {
+        **meta,
+        **figures,
+        "target": text if text is not None else got.get("target"),
+        "met": met,
+        "target_applies": meta.get("scale") != "small",
+    }
+
+
 def judge(stage: str, results: dict[str, Any]) -> tuple[str | None, bool | None]:
     """The stage's target as text and whether its results meet it (None: no target, or a
     figure missing)."""
@@ -1073,7 +1128,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--scale", choices=sorted(SCALES), default=os.environ.get("BENCH_SCALE", "standard")
     )
-    p.add_argument("--only", help="comma-separated stages: " + ",".join(STAGES))
+    p.add_argument(
+        "--only",
+        help="comma-separated stages: "
+        + ",".join(STAGES)
+        + "; a part of one: "
+        + ",".join(f"{n}:{p}" for n in PARTS for p in PARTS[n]),
+    )
     args = p.parse_args(argv)
     settings = get_settings()
     if not settings.instance.startswith("bench"):
@@ -1091,29 +1152,31 @@ def main(argv: list[str] | None = None) -> int:
     scale = SCALES[args.scale]
     if args.only:
         stages = args.only.split(",")
+        for st in stages:
+            name, _, part = st.partition(":")
+            if name not in STAGES or (part and part not in PARTS.get(name, {})):
+                known = [*STAGES, *(f"{n}:{p}" for n in PARTS for p in PARTS[n])]
+                raise SystemExit(f"unknown stage {st!r}: one of {', '.join(known)}")
     else:  # every stage; the cluster one when `make cluster-up` has run
         stages = [s for s in STAGES if s != "cluster" or _cluster_ready(settings)]
-    services = tuple(dict.fromkeys(s for st in stages for s in NEEDS.get(st, ())))
+    services = tuple(dict.fromkeys(s for st in stages for s in NEEDS.get(st.partition(":")[0], ())))
     results: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
     results.update({"scale": args.scale, "scale_parameters": scale.__dict__,
                     "machine": {"cpus": os.cpu_count()}})  # fmt: skip
     with tempfile.TemporaryDirectory(dir=settings.state) as tmp, _services(services):
         for stage in stages:
             print(f"== {stage}", file=sys.stderr, flush=True)
+            name, _, part = stage.partition(":")
             t0, load = time.perf_counter(), _LoadSampler()
-            got = STAGES[stage](scale, Path(tmp))
-            text, met = judge(stage, got)
-            results[stage] = {
+            got = STAGES[name](scale, Path(tmp), **({"parts": (part,)} if part else {}))
+            meta = {
                 "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "scale": args.scale,
                 **load.stop(),
                 "stage_seconds": round(time.perf_counter() - t0, 1),
-                **{k: v for k, v in got.items() if k not in ("target", "met")},
-                "target": text if text is not None else got.get("target"),
-                "met": met,
-                "target_applies": args.scale != "small",
             }
-            print(json.dumps({stage: results[stage]}, indent=2), flush=True)
+            results[name] = stage_entry(name, part or None, got, results.get(name), meta)
+            print(json.dumps({name: results[name]}, indent=2), flush=True)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(results, indent=2) + "\n")  # after each stage
     print(f"results: {out}")
