@@ -91,13 +91,14 @@ def job_length_advice(jobs: DataFrame) -> DataFrame:
         F.percentile_approx(F.when(_success(), F.col("wall_seconds")), 0.5, 10000)
         .cast("double")
         .alias("median_success_wall"),
+        F.unix_seconds(F.min("end_time")).alias("_first_end"),
+        F.unix_seconds(F.max("end_time")).alias("_last_end"),
     )
-    span = jobs.agg(
-        (F.unix_seconds(F.max("end_time")) - F.unix_seconds(F.min("end_time"))).alias(
-            "span_seconds"
-        )
-    )
-    rows = stats.join(init, "job_type", "left").crossJoin(span).orderBy("job_type").collect()
+    rows = stats.join(init, "job_type", "left").orderBy("job_type").collect()
+    # the history's span, over every job type (one row each)
+    firsts = [r._first_end for r in rows if r._first_end is not None]
+    lasts = [r._last_end for r in rows if r._last_end is not None]
+    span_seconds = max(lasts) - min(firsts) if firsts and lasts else None
     out = []
     for r in rows:
         init_s = None if r.init_seconds is None else max(r.init_seconds, 0.0)
@@ -111,8 +112,8 @@ def job_length_advice(jobs: DataFrame) -> DataFrame:
                 cur = (r.median_success_wall - init_s) / 3600.0
                 u_cur = useful_fraction(cur, i_h, h)
         per_year = (
-            r.core_hours * DAYS_PER_YEAR * 86400.0 / r.span_seconds
-            if r.span_seconds and r.core_hours is not None
+            r.core_hours * DAYS_PER_YEAR * 86400.0 / span_seconds
+            if span_seconds and r.core_hours is not None
             else None
         )
         if per_year is not None and u_cur is not None and u_opt:
