@@ -284,6 +284,16 @@ def _leave_one_out_median(n: SparkColumn, r: SparkColumn) -> SparkColumn:
     return F.lit(0.5) * o_lo + F.lit(0.5) * o_hi
 
 
+def _array_median(sorted_values: SparkColumn) -> SparkColumn:
+    """The median of a sorted, non-empty array, as Spark's ``median`` computes it: the middle
+    value, or 0.5 x lower + 0.5 x upper middle value."""
+    n = F.size(sorted_values)
+    lo, hi = _middle_ranks(n + F.lit(1))  # the middle ranks of n values
+    return F.lit(0.5) * F.element_at(sorted_values, lo) + F.lit(0.5) * F.element_at(
+        sorted_values, hi
+    )
+
+
 def peer_baselines(points: DataFrame, group: Sequence[str]) -> DataFrame:
     """Each row's peers: the other rows of its ``group``. points: ``group`` + entity_value and
     ``_log``, one row per entity; -> key + ``_med`` (median of the peers' ``_log``), ``_mad``
@@ -345,8 +355,9 @@ def efficiency_outliers(jobs: DataFrame, rules: DataFrame) -> DataFrame:
     HISTORY_WEEKS weeks; scale = sqrt(max(1.4826 x MAD, min_scale)^2 + log_se^2), where log_se
     is the sampling error of the entity's own value (ratio-of-sums linearisation over its
     jobs), so an entity with few, varied jobs needs a larger departure; robust_z = (ln value -
-    baseline) / scale. Medians are exact; the own-history points come from an equi-join of the
-    scored table with itself (at most HISTORY_WEEKS points a row), the peers' median and MAD
+    baseline) / scale. Medians are exact; the own-history points come from a window over the
+    entity's rows (at most HISTORY_WEEKS points a row, sorted in an array whose middle values
+    give the median and MAD as Spark's ``median`` does), the peers' median and MAD
     from the order statistics of each (rule, week, job type) (``peer_baselines``: linear in the
     entities, where a join of every entity with its peers is quadratic: the tasks of a week at
     1 M jobs took 14 minutes on two cores). A row is kept when it has >=
@@ -365,32 +376,30 @@ def efficiency_outliers(jobs: DataFrame, rules: DataFrame) -> DataFrame:
         .localCheckpoint(eager=True)
     )
     key = ["rule_id", "week", "entity_value", "job_type"]
-    points = scored.select(
-        *(F.col(c).alias(f"_p_{c}") for c in (*key, "_day")), F.col("_log").alias("_v")
+    # own history: the entity's values of the HISTORY_WEEKS weeks before, in one window
+    previous = (
+        Window.partitionBy("rule_id", "entity_value", "job_type")
+        .orderBy("_day")
+        .rangeBetween(-7 * HISTORY_WEEKS, -1)
     )
-    target = scored.select(*key, "comparison", "_day")
-    history = target.where(F.col("comparison") == "own_history").join(
-        points,
-        (F.col("rule_id") == F.col("_p_rule_id"))
-        & (F.col("entity_value") == F.col("_p_entity_value"))
-        & (F.col("job_type") == F.col("_p_job_type"))
-        & (F.col("_p__day") < F.col("_day"))
-        & (F.col("_p__day") >= F.col("_day") - 7 * HISTORY_WEEKS),
-    )
-    baseline = history.select(*key, "_v")
-    centre = baseline.groupBy(*key).agg(
-        F.median("_v").alias("_med"), F.count(F.lit(1)).cast("int").alias("baseline_points")
-    )
-    spread = (
-        baseline.join(centre, key)
-        .groupBy(*key)
-        .agg(F.median(F.abs(F.col("_v") - F.col("_med"))).alias("_mad"))
-    )
+    history = (
+        scored.where(F.col("comparison") == "own_history")
+        .select(*key, F.array_sort(F.collect_list("_log").over(previous)).alias("_pts"))
+        .where(F.size("_pts") > 0)
+        .withColumn("_med", _array_median(F.col("_pts")))
+        .select(
+            *key,
+            "_med",
+            _array_median(F.array_sort(F.transform("_pts", lambda v: F.abs(v - F.col("_med")))))
+            .alias("_mad"),
+            F.size("_pts").alias("baseline_points"),
+        )
+    )  # fmt: skip
     peers = peer_baselines(
         scored.where(F.col("comparison") == "peers").select(*key, "_log"),
         ["rule_id", "week", "job_type"],
     )
-    centre = centre.join(spread, key).unionByName(peers)
+    centre = history.unionByName(peers)
     peer_scale = F.greatest(F.lit(MAD_TO_SD) * F.col("_mad"), F.col("min_scale"), F.lit(1e-9))
     own_se = F.coalesce(F.col("log_se"), F.lit(0.0))
     scale = F.sqrt(peer_scale * peer_scale + own_se * own_se)
