@@ -14,8 +14,12 @@ import copy
 import importlib.util
 import json
 import math
+import os
 import re
+import shutil
+import subprocess
 import time
+import warnings
 import zipfile
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -33,7 +37,14 @@ from gridlake.serving.superset_assets import (
 )
 from gridlake.serving.views import VIEW_DIR
 
-from .superset_helpers import REPO, SupersetAPI, browser_login, open_dashboard, superset_sh
+from .superset_helpers import (
+    HEADER,
+    REPO,
+    SupersetAPI,
+    browser_login,
+    open_dashboard,
+    superset_sh,
+)
 
 SCHEMA = "grid"
 CHARTS = {c.key: c for d in DASHBOARDS for c in d.charts}
@@ -423,6 +434,42 @@ def settled(state: dict) -> bool:
     return not state["loading"] and (state["canvas"] or state["rows"] or state["number"])
 
 
+def is_timeout(state: dict) -> bool:
+    """A chart whose query passed Superset's SUPERSET_WEBSERVER_TIMEOUT (not a query error)."""
+    return bool(state["error"]) and state["error"].startswith("Timeout error")
+
+
+def wait_settled(page, dash, limit_s: float = 300) -> list[dict]:
+    """The dashboard's chart states once every chart drew or failed (within limit_s)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        states = page.evaluate(CHART_STATES_JS)
+        if len(states) >= len(dash.charts) and all(settled(s) for s in states):
+            return states
+        assert time.monotonic() < deadline, f"{dash.slug}: charts not settled {states}"
+        page.wait_for_timeout(500)
+
+
+def thrift_thread_dump(state: Path, shots: Path, slug: str) -> Path:
+    """What the query path was doing, into shots/<slug>-thrift-threads.txt: the Thrift Server's
+    threads (jstack, when it runs) and the last lines of its log and of Superset's (gunicorn's
+    worker timeouts)."""
+    out = shots / f"{slug}-thrift-threads.txt"
+    parts = [f"load average: {os.getloadavg()}"]
+    pid_file = state / "run" / "thrift.pid"
+    if pid_file.exists() and shutil.which("jstack"):
+        pid = pid_file.read_text().strip()
+        done = subprocess.run(["jstack", pid], capture_output=True, text=True, timeout=60)
+        parts.append(f"== jstack {pid}\n{done.stdout}{done.stderr}")
+    for name in ("thrift.log", "superset.log"):
+        log_file = state / "logs" / name
+        if log_file.exists():
+            tail = log_file.read_text(errors="replace").splitlines()[-200:]
+            parts.append(f"== {log_file} (last 200 lines)\n" + "\n".join(tail))
+    out.write_text("\n\n".join(parts) + "\n")
+    return out
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 def test_dashboards_render_in_browser(superset, api):
@@ -466,13 +513,23 @@ def test_dashboards_render_in_browser(superset, api):
                 )  # fmt: skip
                 header = page.inner_text('[data-test="dashboard-header-container"]')
                 assert dash.title in header, header
-                deadline = time.monotonic() + 300
-                while True:
-                    states = page.evaluate(CHART_STATES_JS)
-                    if len(states) >= len(dash.charts) and all(settled(s) for s in states):
-                        break
-                    assert time.monotonic() < deadline, f"{dash.slug}: charts not settled {states}"
-                    page.wait_for_timeout(500)
+                states = wait_settled(page, dash)
+                timed_out = [s["name"] for s in states if is_timeout(s)]
+                if timed_out:
+                    # Superset's own 120 s limit, on a machine running both CI shards (one CI
+                    # run, 2026-12-01, load 5: one chart of cpu-models; its six others had
+                    # answered). What the query server was doing is kept; the dashboard is
+                    # opened once more, and a chart failing again fails the test.
+                    dump = thrift_thread_dump(superset["settings"].state, shots, dash.slug)
+                    msg = (
+                        f"{dash.slug}: {timed_out} hit Superset's 120 s limit (load "
+                        f"{os.getloadavg()[0]:.1f}); Thrift threads in {dump}; opening it again"
+                    )
+                    print(f"[superset] {msg}")
+                    warnings.warn(msg, stacklevel=1)
+                    page.reload(wait_until="domcontentloaded")
+                    page.wait_for_selector(HEADER, timeout=240_000)
+                    states = wait_settled(page, dash)
                 seconds = time.monotonic() - started
                 page.wait_for_timeout(1500)  # let the ECharts animations finish
                 states = page.evaluate(CHART_STATES_JS)
