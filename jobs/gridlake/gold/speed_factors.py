@@ -9,8 +9,9 @@ fitted for each job type and for all job types together (job_type ``ALL``; a tas
 type, so there the task term absorbs the job type). The speed factor of a CPU model is
 ``exp(-b)``: speed is taken as inversely proportional to CPU time per event.
 
-Method, all in Spark aggregations, window aggregates and joins (no UDF; only per-fit
-convergence figures and the gold rows reach the driver):
+Method, in Spark aggregations, window aggregates and joins, with the fits themselves in numpy
+inside pandas grouped maps (each over a fit's cells, never over the jobs; nothing is collected
+to the driver):
 
 1. ``prepare``: successful attempts with events > 0 and cpu_seconds > 0, not ``is_outlier``
    (CPU above wall x cores is physically impossible), with task, CPU model, site and job type.
@@ -23,28 +24,31 @@ convergence figures and the gold rows reach the driver):
 3. ``cells``: a week's jobs aggregated to (task, cpu_model) cells (and (task, cpu_model, site)
    cells for the site variant) with the median y, the job count and the core-hours. A task that
    ran on one CPU model carries no information on models and is left out.
-4. ``bootstrap_cells``: the cells replicated for the bootstrap: replicate 0 is the data; in
-   replicate r each task gets a Poisson(1) weight drawn deterministically from
-   ``xxhash64(task, r, seed)`` (inverse CDF with built-in functions). Cell weight = job count x
-   task weight.
-5. ``connected_groups``: connected components of the bipartite task-model graph of the data
-   (replicate 0) by iterative min-label propagation until no label changes: the groups. In a
-   replicate a model counts only when it is still connected to its group's reference model
-   (else its factor is not identified and is left out of the interval): the fit finds that
-   from the replicate's own cells (``model_components``, numpy), rather than a Spark
-   propagation over every replicate (at 1 M jobs that took 127 s of the 337 s).
+4. ``task_weights``: the bootstrap's weights: replicate 0 is the data; in replicate r each
+   task gets a Poisson(1) weight drawn deterministically from ``xxhash64(task, r, seed)``
+   (inverse CDF with built-in functions), kept as one array per task. Cell weight = job count
+   x task weight.
+5. ``connected_groups``: connected components of the bipartite task-model graph of the data,
+   per job type, by min-label propagation until no label changes (numpy, one grouped-map call
+   per job type: the graph is bounded by tasks and models): the groups. In a replicate a model
+   counts only when it is still connected to its group's reference model (else its factor is
+   not identified and is left out of the interval): the fit finds that from the replicate's
+   own cells (``model_components``).
 6. ``reference_models``: per group, the configured ``reference_model`` when it is in the group,
    else the reference of the enclosing ``ALL`` group when present (so that job types share a
    reference and can be compared), else the model with most core-hours in the group.
-7. ``fit_effects``: alternating (Gauss-Seidel) weighted means over the cells (weight = jobs):
-   task terms, then model terms (normalised so that the group's reference model is 0), then
-   site terms (per group, relative to the median site). Sweeps run in pairs followed by an
-   Irons-Tuck extrapolation (as fixest does for fixed effects). Every (variant, job type,
-   replicate, group) is an independent fit over its cells (bounded by tasks x models x sites,
-   not by jobs): Spark groups the cells by fit and each fit runs vectorised in numpy in one
-   task (a pandas grouped map). A fit stops when the largest change of a model or site term in
-   a sweep is below ``tolerance`` (1e-6 on the log scale), or after ``max_iterations`` sweeps;
-   ``iterations`` is the most sweeps any replicate or group of the job type needed.
+7. ``fit_replicates``: alternating (Gauss-Seidel) weighted means over the cells (weight = jobs
+   x the task's bootstrap weight): task terms, then model terms (normalised so that the
+   group's reference model is 0), then site terms (per group, relative to the median site).
+   Sweeps run in pairs followed by an Irons-Tuck extrapolation (as fixest does for fixed
+   effects). Every (job type, group) is shipped once to a pandas grouped map with its tasks'
+   weights, and its replicates are fitted one after the other, vectorised in numpy (cells are
+   bounded by tasks x models x sites, not by jobs); only the terms the tables read come back
+   (per replicate: each model's term, each site's term, and the mean residual of a
+   multi-site model at each of its sites). A fit stops when the largest change of a model or
+   site term in a sweep is below ``tolerance`` (1e-6 on the log scale), or after
+   ``max_iterations`` sweeps; ``iterations`` is the most sweeps any replicate or group of the
+   job type needed. (``fit_effects`` is the same fit returning every cell, for the screening.)
 8. Intervals: the 2.5 and 97.5 percentiles of the replicates' normalised factors, as order
    statistics at p(n+1) (Hyndman-Fan type 6): with few replicates the usual interpolation at
    p(n-1) gives intervals that are too short (about 89 % rather than 95 % at B = 30). With
@@ -465,60 +469,51 @@ def poisson1(u: SparkColumn) -> SparkColumn:
     return out.otherwise(F.lit(12))
 
 
-def bootstrap_cells(cells_df: DataFrame, replicates: int, seed: int) -> DataFrame:
-    """Cells -> cells x replicates (column ``rep``, 0 = the data) with weight ``w``.
+def task_weights(tasks: DataFrame, replicates: int, seed: int) -> DataFrame:
+    """Rows with a ``task`` -> the same rows with ``tw``: the task's bootstrap weights, an array
+    of ``replicates`` + 1 integers indexed by replicate. Replicate 0 is the data (weight 1); in
+    replicate r the weight is a Poisson(1) draw, a deterministic function of (task, r, seed),
+    so a task weighs the same in the per-job-type and the ALL fits of a replicate, and in a
+    full and an incremental run. Weight 0 leaves the task out of the replicate."""
 
-    ``w`` = n_jobs x Poisson(1) weight of the task in the replicate; the weight is a
-    deterministic function of (task, rep, seed), so a task weighs the same in the per-job-type
-    and the ALL fits of a replicate. Rows of weight 0 are dropped.
-    """
-    reps = cells_df.sparkSession.range(0, replicates + 1).select(
-        F.col("id").cast("int").alias("rep")
-    )
-    u = F.pmod(F.xxhash64(F.col("task"), F.col("rep"), F.lit(seed)), F.lit(1 << 53)) / float(
-        1 << 53
-    )
-    weight = F.when(F.col("rep") == 0, F.lit(1)).otherwise(poisson1(u))
-    out = cells_df.crossJoin(F.broadcast(reps)).withColumn(
-        "w", F.col("n_jobs").cast("double") * weight
-    )
-    return out.where(F.col("w") > 0)
+    def weight(rep: SparkColumn) -> SparkColumn:
+        h = F.xxhash64(F.col("task"), rep, F.lit(seed))
+        u = F.pmod(h, F.lit(1 << 53)) / float(1 << 53)
+        return F.when(rep == 0, F.lit(1)).otherwise(poisson1(u))
+
+    return tasks.withColumn("tw", F.transform(F.sequence(F.lit(0), F.lit(replicates)), weight))
 
 
-def connected_groups(
-    edges: DataFrame, keys: Sequence[str] = ("job_type",), max_iterations: int = 100
-) -> DataFrame:
+def connected_groups(edges: DataFrame, keys: Sequence[str] = ("job_type",)) -> DataFrame:
     """Task-model edges -> one row per (keys..., cpu_model) with ``group``: the smallest model
-    name of its connected component in the bipartite task-model graph of those keys, and
-    ``label_rounds`` (propagation rounds until no label changed).
+    name of its connected component in the bipartite task-model graph of those keys.
 
-    Iterative min-label propagation: a task takes the smallest label of its models, a model the
-    smallest label of its tasks (its own included), until no label changes. A round is one
-    shuffle (by ``keys``) and two window aggregates, locally checkpointed.
+    The graph of a key (a job type) is bounded by its tasks and models, not its jobs: Spark
+    groups the distinct edges by key and each graph's components come from numpy min-label
+    propagation in one task (:func:`model_components`, over models numbered in name order, so
+    the smallest label is the smallest name). (As Spark jobs, a shuffle and two window
+    aggregates per round, the propagation took 20 s on the 688,820 cells of 1 M jobs.)
     """
     k = list(keys)
-    partitions = int(edges.sparkSession.conf.get("spark.sql.shuffle.partitions") or "4")
-    state = (
+    schema = T.StructType(
+        [edges.schema[c] for c in k]
+        + [T.StructField("cpu_model", T.StringType()), T.StructField("group", T.StringType())]
+    )
+
+    def components(pdf: pd.DataFrame) -> pd.DataFrame:
+        t = pd.factorize(pdf["task"])[0]
+        m, names = pd.factorize(pdf["cpu_model"], sort=True)
+        labels = model_components(t, m)
+        out = {c: np.repeat(pdf[c].iloc[0], len(names)) for c in k}
+        return pd.DataFrame(
+            {**out, "cpu_model": names.to_numpy(), "group": names.to_numpy()[labels]}
+        )
+
+    return (
         edges.select(*k, "task", "cpu_model")
         .distinct()
-        .repartition(partitions, *k)
-        .withColumn("group", F.col("cpu_model"))
-        .localCheckpoint(eager=True)
-    )
-    rounds = 0
-    while rounds < max_iterations:
-        rounds += 1
-        state = (
-            state.repartition(partitions, *k)
-            .withColumn("_old", F.col("group"))
-            .withColumn("group", F.min("group").over(Window.partitionBy(*k, "task")))
-            .withColumn("group", F.min("group").over(Window.partitionBy(*k, "cpu_model")))
-            .localCheckpoint(eager=True)
-        )
-        if state.where(F.col("group") != F.col("_old")).limit(1).count() == 0:
-            break
-    return (
-        state.select(*k, "cpu_model", "group").distinct().withColumn("label_rounds", F.lit(rounds))
+        .groupBy(*k)
+        .applyInPandas(components, schema)
     )
 
 
@@ -682,6 +677,134 @@ def fit_effects(
     )  # fmt: skip
 
 
+REPLICATE_KEYS = ("job_type", "gkey")
+
+
+def fit_replicates(
+    cells_df: DataFrame, weights: DataFrame, tolerance: float = 1e-6, max_iterations: int = 100
+) -> DataFrame:
+    """The site variant's fit of every bootstrap replicate of every (job_type, gkey), with the
+    terms the gold tables read.
+
+    Input: ``cells_df``, one row per cell of the data (job_type, gkey: the connected group,
+    task, cpu_model, site, reference_model, y, n_jobs), and ``weights``, one row per (job_type,
+    gkey, task) with ``tw``, the task's weight in each replicate (:func:`task_weights`).
+
+    Output: one row per (job_type, gkey, rep) and
+    - model (``site`` null): ``term`` = b, and ``ref_connected``: whether the model is
+      connected to the reference model in the replicate's own task-model graph (else its
+      factor is not identified there);
+    - site (``cpu_model`` ``ALL``): ``term`` = c, the site term;
+    - site and model, for models that ran at two sites or more in the data: ``term`` = the
+      weighted mean residual y - a - b of the model's cells at the site;
+    with the fit's sweeps ``_n`` and ``_converged`` on every row.
+
+    Each (job_type, gkey) ships its cells once, with its tasks' weights, and its replicates
+    are fitted one after the other in numpy (a replicate: the cells whose task weighs > 0,
+    weight n_jobs x the task's weight; :func:`_fit_terms`). The cells are sorted the same way
+    whatever order they arrived in, so a fit of the same cells gives the same bits. (As one
+    grouped-map call per replicate, over 40 copies of every cell, the fit and the aggregation
+    of its fitted cells took about 170 of the group's 180 s on 1,043,976 jobs.)
+    """
+    schema = T.StructType(
+        [cells_df.schema[c] for c in REPLICATE_KEYS]
+        + [
+            T.StructField("rep", T.IntegerType()),
+            T.StructField("cpu_model", T.StringType()),
+            T.StructField("site", T.StringType()),
+            T.StructField("term", T.DoubleType()),
+            T.StructField("ref_connected", T.BooleanType()),
+            T.StructField("_n", T.IntegerType()),
+            T.StructField("_converged", T.BooleanType()),
+        ]
+    )
+    names = [f.name for f in schema.fields]
+
+    def fit_group(cells: pd.DataFrame, tw: pd.DataFrame) -> pd.DataFrame:
+        if cells.empty:
+            return pd.DataFrame({c: [] for c in names})
+        cells = cells.sort_values(["task", "cpu_model", "site", "y", "n_jobs"], kind="stable")
+        t_all, tasks = pd.factorize(cells["task"])
+        m_all, models = pd.factorize(cells["cpu_model"])
+        s_all, sites = pd.factorize(cells["site"])
+        ref_all = (cells["cpu_model"] == cells["reference_model"]).fillna(False).to_numpy(bool)
+        y_all = cells["y"].to_numpy(float)
+        n_all = cells["n_jobs"].to_numpy(float)
+        by_task = tw.drop_duplicates("task").set_index("task")["tw"].reindex(tasks)
+        if by_task.isna().any():
+            raise ValueError(f"tasks without bootstrap weights: {list(tasks[by_task.isna()])[:5]}")
+        task_w = np.stack(by_task.to_numpy()).astype(float)  # tasks x replicates
+        pairs = np.unique(m_all * len(sites) + s_all)
+        multi_site = np.bincount(pairs // len(sites), minlength=len(models)) >= 2
+        key = {c: cells[c].iloc[0] for c in REPLICATE_KEYS}
+        parts = []
+        for rep in range(task_w.shape[1]):
+            w_all = n_all * task_w[t_all, rep]
+            keep = np.flatnonzero(w_all > 0)
+            if keep.size == 0:
+                continue
+            t = pd.factorize(t_all[keep])[0]
+            m, m_codes = pd.factorize(m_all[keep])
+            s, s_codes = pd.factorize(s_all[keep])
+            ref, y, w = ref_all[keep], y_all[keep], w_all[keep]
+            at, bm, cs, n_sweeps, converged = _fit_terms(
+                t, m, s, ref, y, w, tolerance, max_iterations
+            )
+            if ref.any():
+                labels = model_components(t, m)
+                connected = labels == labels[m[ref][0]]
+            else:  # the reference model has no cell in this replicate (its tasks drew 0)
+                connected = np.zeros(len(m_codes), bool)
+            # the residuals of the multi-site models' cells, summed per (site, model)
+            mine = np.flatnonzero(multi_site[m_codes[m]])
+            pair, pair_of = np.unique(s[mine] * len(m_codes) + m[mine], return_inverse=True)
+            resid = w[mine] * (y[mine] - at[t[mine]] - bm[m[mine]])
+            pair_term = np.bincount(pair_of, weights=resid, minlength=len(pair)) / np.bincount(
+                pair_of, weights=w[mine], minlength=len(pair)
+            )
+            n_rows = len(m_codes) + len(s_codes) + len(pair)
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "rep": np.full(n_rows, rep, dtype=np.int32),
+                        "cpu_model": np.concatenate([
+                            models.to_numpy()[m_codes], np.full(len(s_codes), ALL, object),
+                            models.to_numpy()[m_codes[pair % len(m_codes)]],
+                        ]),
+                        "site": np.concatenate([
+                            np.full(len(m_codes), None, object), sites.to_numpy()[s_codes],
+                            sites.to_numpy()[s_codes[pair // len(m_codes)]],
+                        ]),
+                        "term": np.concatenate([bm, cs, pair_term]),
+                        "ref_connected": np.concatenate([
+                            connected, np.full(len(s_codes) + len(pair), None, object)
+                        ]),
+                        "_n": np.full(n_rows, n_sweeps, dtype=np.int32),
+                        "_converged": np.full(n_rows, converged, dtype=bool),
+                    }
+                )
+            )  # fmt: skip
+        out = pd.concat(parts, ignore_index=True)
+        for c, v in key.items():
+            out[c] = v
+        return out[names]
+
+    cells = cells_df.select(
+        *REPLICATE_KEYS,
+        "task",
+        "cpu_model",
+        "site",
+        F.col("reference_model").cast("string"),
+        F.col("y").cast("double"),
+        F.col("n_jobs").cast("double"),
+    )
+    return (
+        cells.groupBy(*REPLICATE_KEYS)
+        .cogroup(weights.select(*REPLICATE_KEYS, "task", "tw").groupBy(*REPLICATE_KEYS))
+        .applyInPandas(fit_group, schema)
+    )
+
+
 def model_components(t: np.ndarray, m: np.ndarray) -> np.ndarray:
     """Connected components of the bipartite task-model graph of a fit's cells (task and model
     indexes from 0, one pair per cell): per model, the smallest model index of its component.
@@ -710,7 +833,25 @@ def _fit_arrays(
     max_iterations: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
     """One fit over its cells (task, model and site indexes from 0, reference-model flags, y,
-    w): per-cell a, b, c, the sweep at which it converged (or the last) and whether it did.
+    w): per-cell a, b, c, the sweep at which it converged (or the last) and whether it did
+    (:func:`_fit_terms`, its terms read at each cell)."""
+    at, bm, cs, n, converged = _fit_terms(t, m, s, ref, y, w, tolerance, max_iterations)
+    return at[t], bm[m], cs[s], n, converged
+
+
+def _fit_terms(
+    t: np.ndarray,
+    m: np.ndarray,
+    s: np.ndarray,
+    ref: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    tolerance: float,
+    max_iterations: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+    """One fit over its cells (task, model and site indexes from 0, reference-model flags, y,
+    w): the terms of each task, model and site (by index), the sweep at which it converged (or
+    the last) and whether it did.
 
     Sweeps run in pairs from X0 = (b, c); after the pair X = X2 - (<dG, d2> / <d2, d2>) dG with
     dG = X2 - X1 and d2 = X2 - 2 X1 + X0 (Irons-Tuck, the acceleration fixest uses for fixed
@@ -748,7 +889,7 @@ def _fit_arrays(
         elif d2 < tolerance:
             done = sweeps + 2
         sweeps += 2
-    return at[t], bm[m], cs[s], (done if done > 0 else sweeps), done > 0
+    return at, bm, cs, (done if done > 0 else sweeps), done > 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -785,20 +926,26 @@ def interval(replicates: DataFrame, keys: Sequence[str], value: str) -> DataFram
     )
 
 
-def model_replicates(fitted: DataFrame) -> DataFrame:
-    """Fitted cells -> one row per (job_type, rep, cpu_model) of the model variant with the
-    normalised ``factor`` = exp(-b); null in a replicate where the model is not connected to its
-    group's reference model (its factor is not identified there: ``ref_connected``, from the
-    components of the replicate's own task-model graph, computed in the fit)."""
+def model_replicates(terms: DataFrame) -> DataFrame:
+    """The replicates' terms (:func:`fit_replicates`) -> one row per (job_type, rep, cpu_model)
+    with the normalised ``factor`` = exp(-b), null in a replicate where the model is not
+    connected to its group's reference model (its factor is not identified there); and the
+    job type's ``iterations`` (the most sweeps any replicate or group needed) and
+    ``converged`` (whether they all did)."""
+    per_type = Window.partitionBy("job_type")
     return (
-        fitted.where(F.col("variant") == FACTOR_VARIANT)
-        .groupBy("job_type", "rep", "cpu_model")
-        .agg(F.first("b").alias("b"), F.first("iterations").alias("iterations"),
-             F.first("converged").alias("converged"),
-             F.bool_and(F.coalesce("ref_connected", F.lit(False))).alias("_connected"))
-        .withColumn("factor", F.when(F.col("_connected"), F.exp(-F.col("b"))))
-        .select("job_type", "rep", "cpu_model", "factor", "iterations", "converged")
-    )  # fmt: skip
+        terms.withColumn("iterations", F.max("_n").over(per_type).cast("int"))
+        .withColumn("converged", F.bool_and("_converged").over(per_type))
+        .where(F.col("site").isNull())
+        .select(
+            "job_type",
+            "rep",
+            "cpu_model",
+            F.when(F.col("ref_connected"), F.exp(-F.col("term"))).alias("factor"),
+            "iterations",
+            "converged",
+        )
+    )
 
 
 def speed_factors(
@@ -881,39 +1028,23 @@ def benchmark_mismatch(factors: DataFrame, hs23: DataFrame, margin: float = 0.10
     return GOLD_BENCHMARK_MISMATCH.conform(out)
 
 
-def _wmean(value: SparkColumn) -> SparkColumn:
-    return F.sum(F.col("w") * value) / F.sum("w")
-
-
-def site_replicates(fitted: DataFrame) -> DataFrame:
-    """Fitted cells -> one row per (job_type, rep, reference_model, site, cpu_model) of the site
-    variant with ``term``: the site term c (cpu_model ALL) or the weighted mean residual
-    y - a - b of the model's cells at the site (models that ran at two sites or more)."""
-    sc = fitted.where(F.col("variant") == VARIANT_SITE).withColumnRenamed("gkey", "reference_group")
-    site_terms = sc.groupBy("job_type", "rep", "reference_group", "site").agg(
-        F.lit(ALL).alias("cpu_model"), F.first("c").alias("term")
+def site_replicates(terms: DataFrame) -> DataFrame:
+    """The replicates' terms (:func:`fit_replicates`) -> one row per (job_type, rep,
+    reference_model, site, cpu_model) with ``term``: the site term c (cpu_model ALL) or the
+    weighted mean residual y - a - b of the model's cells at the site (models that ran at two
+    sites or more)."""
+    return terms.where(F.col("site").isNotNull()).select(
+        "job_type", "rep", F.col("gkey").alias("reference_model"), "site", "cpu_model", "term"
     )
-    multi_site = (
-        sc.where(F.col("rep") == 0)
-        .groupBy("job_type", "cpu_model")
-        .agg(F.countDistinct("site").alias("_sites"))
-        .where(F.col("_sites") >= 2)
-        .drop("_sites")
-    )
-    per_model = (
-        sc.join(F.broadcast(multi_site), ["job_type", "cpu_model"])
-        .groupBy("job_type", "rep", "reference_group", "site", "cpu_model")
-        .agg(_wmean(F.col("y") - F.col("a") - F.col("b")).alias("term"))
-    )
-    return site_terms.unionByName(per_model).withColumnRenamed("reference_group", "reference_model")
 
 
 def site_anomalies(
-    replicates: DataFrame, fit_cells: DataFrame, refs: DataFrame, site_margin: float = 0.05
+    replicates: DataFrame, data_cells: DataFrame, refs: DataFrame, site_margin: float = 0.05
 ) -> DataFrame:
-    """Site replicates, cells and references -> gold.site_speed_anomalies."""
+    """Site replicates, the site variant's cells of the data (with their ``gkey``) and the
+    references -> gold.site_speed_anomalies."""
     keys = ["job_type", "reference_model", "site", "cpu_model"]
-    sc = fit_cells.where((F.col("variant") == VARIANT_SITE) & (F.col("rep") == 0)).select(
+    sc = data_cells.select(
         "job_type", F.col("gkey").alias("reference_model"), "site", "cpu_model", "task", "n_jobs"
     )
     counts = (
@@ -1074,38 +1205,33 @@ def fit(
     cells_state, models_state = in_window(cells_state, models_state, window_weeks)
     cells_state = merge_weeks(cells_state)
     by_variant = lambda v: cells_state.where(F.col("variant") == v)  # noqa: E731
-    model_cells = informative_cells(by_variant(VARIANT_MODEL)).withColumn(
-        "variant", F.lit(VARIANT_MODEL)
-    )
-    site_cells = informative_cells(by_variant(VARIANT_SITE), by_site=True).withColumn(
-        "variant", F.lit(VARIANT_SITE)
-    )
-    # Only the factor variant's fit is read (its model terms give the factors, its site terms
-    # the anomalies), so only its cells are bootstrapped; the model variant's cells of the data
-    # (replicate 0) give the connected groups and the references. (Fitting the model variant's
-    # replicates too, unread, took the group 290 s instead of 179 s on 1,043,976 jobs, for
-    # the same four tables to the bit.)
+    model_cells = informative_cells(by_variant(VARIANT_MODEL)).localCheckpoint(eager=True)
+    site_cells = informative_cells(by_variant(VARIANT_SITE), by_site=True)
+    # The groups and references come from the model variant's cells of the data. Only the
+    # factor variant is fitted (the site variant: its model terms give the factors, its site
+    # terms the anomalies), with its bootstrap replicates; in a replicate, whether a model is
+    # still connected to its group's reference comes out of the fit itself (model_components).
     assert FACTOR_VARIANT == VARIANT_SITE
-    model_data = bootstrap_cells(model_cells, 0, seed).localCheckpoint(eager=True)
-    boot = bootstrap_cells(site_cells, bootstrap, seed).localCheckpoint(eager=True)
-    # The data's groups (replicate 0); in a replicate, whether a model is still connected to its
-    # group's reference comes out of the fit itself (model_components).
-    data_groups = connected_groups(model_data, keys=("job_type", "rep"))
-    refs = reference_models(data_groups, model_data, reference_model).localCheckpoint(eager=True)
-    fit_cells = boot.join(
-        F.broadcast(refs.select("job_type", "cpu_model", "reference_model")),
-        ["job_type", "cpu_model"],
-    ).withColumn("gkey", F.col("reference_model"))
-    fit_cells = fit_cells.localCheckpoint(eager=True)
-    fitted = fit_effects(fit_cells, tolerance=tolerance, max_iterations=max_iterations)
-    fitted = fitted.localCheckpoint(eager=True)
+    groups = connected_groups(model_cells)
+    refs = reference_models(groups, model_cells, reference_model).localCheckpoint(eager=True)
+    data_cells = (
+        site_cells.join(
+            F.broadcast(refs.select("job_type", "cpu_model", "reference_model")),
+            ["job_type", "cpu_model"],
+        )
+        .withColumn("gkey", F.col("reference_model"))
+        .localCheckpoint(eager=True)
+    )
+    weights = task_weights(data_cells.select(*REPLICATE_KEYS, "task").distinct(), bootstrap, seed)
+    terms = fit_replicates(data_cells, weights, tolerance, max_iterations)
+    terms = terms.localCheckpoint(eager=True)
     microarchitectures, hs23 = model_attributes(models_state)
-    factors = speed_factors(model_replicates(fitted), refs, microarchitectures).localCheckpoint(
+    factors = speed_factors(model_replicates(terms), refs, microarchitectures).localCheckpoint(
         eager=True
     )
     mismatch = benchmark_mismatch(factors, hs23, margin)
     agreement = factor_agreement(factors)
-    anomalies = site_anomalies(site_replicates(fitted), fit_cells, refs, site_margin)
+    anomalies = site_anomalies(site_replicates(terms), data_cells, refs, site_margin)
     return {
         GOLD_CPU_SPEED_FACTORS.full_name: factors,
         GOLD_SPEED_FACTOR_AGREEMENT.full_name: agreement,
