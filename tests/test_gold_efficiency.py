@@ -601,11 +601,45 @@ def test_cpu_model_efficiency_percentiles_per_event(spark) -> None:
         5,
     )
     assert h.cpu_efficiency == pytest.approx((100 * sum(per_event) + 1000 + 50) / (7 * 2000))
-    assert h.median_cpu_seconds_per_event == pytest.approx(3.0)
-    assert h.p90_cpu_seconds_per_event == pytest.approx(10.0)  # 4.0 covers only 80%
-    assert h.median_hs23_seconds_per_event == pytest.approx(36.0)
+    # per-event values are kept rounded to 0.1 % on the log scale (within 0.05 %), so that
+    # the weeks' value counts add up: nearest-rank percentiles of the rounded values
+    rel = 5e-4
+    assert h.median_cpu_seconds_per_event == pytest.approx(3.0, rel=rel)
+    assert h.p90_cpu_seconds_per_event == pytest.approx(10.0, rel=rel)  # 4.0 covers only 80%
+    assert h.median_hs23_seconds_per_event == pytest.approx(36.0, rel=rel)
     amd = out["EPYC"]
-    assert amd.median_hs23_seconds_per_event == pytest.approx(90 * 15.0)
+    assert amd.median_hs23_seconds_per_event == pytest.approx(90 * 15.0, rel=rel)
+
+
+def test_percentiles_over_weeks_are_the_nearest_rank_of_every_job(spark) -> None:
+    """Three weeks whose jobs repeat values across weeks: the percentiles, added up from each
+    week's value counts, are those of all the jobs at once (nearest rank, worked out here)."""
+    rnd = random.Random(3)
+    rows, per_event, walls = [], [], []
+    for w in range(3):
+        for i in range(41 + w):
+            v = rnd.choice((0.5, 1.0, 1.5, 2.0, 7.0)) * rnd.choice((1, 1, 3))
+            wall = float(rnd.choice((600, 900, 1200, 5000)))
+            rows.append(job(f"w{w}-{i}", wall=wall, cpu=100 * v, events=100,
+                            end=END - timedelta(weeks=w)))  # fmt: skip
+            per_event.append(v)
+            walls.append(wall)
+    df = jobs_df(spark, rows)
+
+    def nearest_rank(values: list[float], p: float) -> float:
+        return sorted(values)[math.ceil(p * len(values)) - 1]
+
+    (r,) = cpu_model_efficiency(df).collect()
+    assert r.median_cpu_seconds_per_event == pytest.approx(nearest_rank(per_event, 0.5), rel=5e-4)
+    assert r.p90_cpu_seconds_per_event == pytest.approx(nearest_rank(per_event, 0.9), rel=5e-4)
+    (a,) = job_length_advice(df).collect()
+    assert a.n_jobs == len(walls)  # the weeks' attempts added up
+    from gridlake.gold.efficiency.state import rank_percentiles, values_state
+
+    (m,) = rank_percentiles(
+        values_state(df).where("measure = 'success_wall_seconds'"), ["job_type"], {"m": 0.5}
+    ).collect()
+    assert m.m == nearest_rank(walls, 0.5)  # the wall-clock is kept exact
 
 
 # --------------------------------------------------------------------------------------------

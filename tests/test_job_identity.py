@@ -189,7 +189,7 @@ def test_resends_leave_silver_and_gold_as_one_clean_send(spark, settings, tmp_pa
     assert differences(read(clean), read(noisy), content).count() == 0
     assert read(noisy).count() == 4
     defs = {t.full_name: t for t in gold_tables()}
-    for group in ("site_efficiency", "efficiency"):
+    for group in ("site_efficiency", "efficiency", "efficiency_outliers"):
         ours, theirs = gold_frames(read(clean), group), gold_frames(read(noisy), group)
         for name, df in ours.items():
             if name.endswith("efficiency_weekly"):  # the week and site tables hold the jobs

@@ -238,12 +238,12 @@ def test_analyze_skips_a_group_whose_inputs_did_not_change(spark, gold_demo) -> 
 
     # The rules: rewritten with the same content, still current; an operator's new rule
     # version (content), recomputed.
-    analyze(spark, groups=["efficiency"], skip_current=True)  # current first, as above
+    analyze(spark, groups=["efficiency_outliers"], skip_current=True)  # current first, as above
     v = version(outliers)
     _table(spark, rules).localCheckpoint().write.format("delta").mode("overwrite").save(
         rules.path()
     )
-    assert analyze(spark, groups=["efficiency"], skip_current=True) == {}
+    assert analyze(spark, groups=["efficiency_outliers"], skip_current=True) == {}
     assert version(outliers) == v
     shipped = efficiency.DEFAULT_OUTLIER_RULES
     peers = next(r for r in shipped if r.rule_id == "site-efficiency-peers")
@@ -251,13 +251,15 @@ def test_analyze_skips_a_group_whose_inputs_did_not_change(spark, gold_demo) -> 
     rows = efficiency.outlier_rules_frame(spark, [*shipped, mine])
     rows.write.format("delta").mode("overwrite").save(rules.path())
     try:
-        assert outliers.full_name in analyze(spark, groups=["efficiency"], skip_current=True)
+        assert outliers.full_name in analyze(
+            spark, groups=["efficiency_outliers"], skip_current=True
+        )
         assert version(outliers) == v + 1
     finally:
         efficiency.outlier_rules_frame(spark).write.format("delta").mode("overwrite").save(
             rules.path()
         )
-        analyze(spark, groups=["efficiency"], skip_current=True)
+        analyze(spark, groups=["efficiency_outliers"], skip_current=True)
 
 
 def test_a_duplicate_gold_key_fails_analyze_and_keeps_the_previous_version(

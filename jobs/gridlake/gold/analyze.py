@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 FAMILIES: tuple[GoldGroup, ...] = (
     site_efficiency.GROUP,
     efficiency.GROUP,
+    efficiency.OUTLIERS_GROUP,
     speed_factors.GROUP,
     ipc.GROUP,
     io_signatures.GROUP,
@@ -94,7 +95,8 @@ def gold_tables() -> tuple[Table, ...]:
 
 def gold_frames(jobs: DataFrame, name: str) -> dict[str, DataFrame]:
     """The gold DataFrames of a group that needs silver.jobs only (benchmarks, what-ifs)."""
-    compute = {"site_efficiency": site_efficiency.compute, "efficiency": efficiency.compute,
+    compute = {"site_efficiency": site_efficiency.compute, "efficiency": efficiency.tables,
+               "efficiency_outliers": efficiency.outliers,
                "speed_factors": speed_factors.compute}  # fmt: skip
     if name not in compute:
         raise ValueError(f"group {name!r} needs more than silver.jobs")

@@ -516,7 +516,7 @@ def bench_silver(scale: Scale, work: Path) -> dict[str, Any]:
 # The gold groups that read silver.jobs alone: the gold stage measures them (the others read node
 # samples, perfSONAR results or these groups' gold, measured by the silver, network and cluster
 # stages).
-JOBS_GROUPS = ("site_efficiency", "efficiency", "speed_factors")
+JOBS_GROUPS = ("site_efficiency", "efficiency", "efficiency_outliers", "speed_factors")
 
 
 def _wipe_warehouse(spark: Any) -> None:
@@ -568,7 +568,10 @@ def _gold_full(spark: Any, scale: Scale, work: Path, pids: list[int]) -> dict[st
 
     out: dict[str, Any] = {}
     root = get_settings().storage_root.rstrip("/") + "/bench"
-    groups = {"efficiency": ("site_efficiency", "efficiency"), "speed_factors": ("speed_factors",)}
+    groups = {
+        "efficiency": ("site_efficiency", "efficiency", "efficiency_outliers"),
+        "speed_factors": ("speed_factors",),
+    }
     for label, n in (("n", scale.gold_jobs), ("10n", 10 * scale.gold_jobs)):
         folder = work / f"sim-gold-{label}"
         _simulate(folder, n, 7, date(2026, 8, 3), monitored_hosts=0, latency_interval=86400,

@@ -18,15 +18,26 @@ there). Efficiencies are ratios of sums, never means of ratios.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
+from datetime import date
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
-from gridlake.gold.efficiency.cpu_models import cpu_model_efficiency
-from gridlake.gold.efficiency.failures import failure_vs_duration
-from gridlake.gold.efficiency.job_length import init_intercepts, job_length_advice
-from gridlake.gold.efficiency.memory import memory_per_thread_fit
-from gridlake.gold.efficiency.multicore import multicore_fit, multicore_scaling
+from gridlake.gold.efficiency.cpu_models import cpu_model_efficiency, cpu_model_efficiency_from
+from gridlake.gold.efficiency.failures import failure_vs_duration, failure_vs_duration_from
+from gridlake.gold.efficiency.job_length import (
+    init_intercepts,
+    job_length_advice,
+    job_length_advice_from,
+)
+from gridlake.gold.efficiency.memory import memory_per_thread_fit, memory_per_thread_fit_from
+from gridlake.gold.efficiency.multicore import (
+    multicore_fit,
+    multicore_fit_from,
+    multicore_scaling,
+    multicore_scaling_from,
+)
 from gridlake.gold.efficiency.outliers import (
     DEFAULT_OUTLIER_RULES,
     OutlierRule,
@@ -45,6 +56,7 @@ from gridlake.gold.efficiency.reference import (
     useful_fraction,
     wilson_interval,
 )
+from gridlake.gold.efficiency.state import state
 from gridlake.gold.efficiency.tables import (
     GOLD_CPU_MODEL_EFFICIENCY,
     GOLD_EFFICIENCY_OUTLIER_RULES,
@@ -54,7 +66,13 @@ from gridlake.gold.efficiency.tables import (
     GOLD_MEMORY_PER_THREAD_FIT,
     GOLD_MULTICORE_FIT,
     GOLD_MULTICORE_SCALING,
+    GOLD_STATE_EFFICIENCY_DURATIONS,
+    GOLD_STATE_EFFICIENCY_MODELS,
+    GOLD_STATE_EFFICIENCY_TASKS,
+    GOLD_STATE_EFFICIENCY_VALUES,
+    STATE_TABLES,
     TABLES,
+    TABLES_FROM_STATE,
 )
 from gridlake.gold.group import GoldGroup, Inputs
 from gridlake.silver.tables import SILVER_JOBS
@@ -80,6 +98,7 @@ __all__ = [
     "cpu_model_efficiency",
     "efficiency_outliers",
     "failure_vs_duration",
+    "from_state",
     "init_intercepts",
     "job_length_advice",
     "memory_per_thread_fit",
@@ -88,7 +107,10 @@ __all__ = [
     "optimal_job_length",
     "outlier_metrics",
     "outlier_rules_frame",
+    "outliers",
     "site_model_effects",
+    "state",
+    "tables",
     "two_way_effects",
     "useful_fraction",
     "wilson_interval",
@@ -98,36 +120,94 @@ __all__ = [
 # All tables of the module
 # --------------------------------------------------------------------------------------------
 
-_TRANSFORMS: dict[str, Callable[[DataFrame], DataFrame]] = {
-    GOLD_CPU_MODEL_EFFICIENCY.full_name: cpu_model_efficiency,
-    GOLD_FAILURE_VS_DURATION.full_name: failure_vs_duration,
-    GOLD_JOB_LENGTH_ADVICE.full_name: job_length_advice,
-    GOLD_MULTICORE_SCALING.full_name: multicore_scaling,
-    GOLD_MULTICORE_FIT.full_name: multicore_fit,
-    GOLD_MEMORY_PER_THREAD_FIT.full_name: memory_per_thread_fit,
-}
+
+def from_state(states: dict[str, DataFrame]) -> dict[str, DataFrame]:
+    """The state tables' rows of any set of weeks (full table name -> DataFrame) -> the six
+    tables computed from them (full name -> DataFrame, conformed)."""
+    tasks = states[GOLD_STATE_EFFICIENCY_TASKS.full_name]
+    models = states[GOLD_STATE_EFFICIENCY_MODELS.full_name]
+    values = states[GOLD_STATE_EFFICIENCY_VALUES.full_name]
+    durations = states[GOLD_STATE_EFFICIENCY_DURATIONS.full_name]
+    out = (
+        (GOLD_CPU_MODEL_EFFICIENCY, cpu_model_efficiency_from(models, values)),
+        (GOLD_FAILURE_VS_DURATION, failure_vs_duration_from(durations)),
+        (GOLD_JOB_LENGTH_ADVICE, job_length_advice_from(tasks, durations, values)),
+        (GOLD_MULTICORE_SCALING, multicore_scaling_from(tasks)),
+        (GOLD_MULTICORE_FIT, multicore_fit_from(tasks)),
+        (GOLD_MEMORY_PER_THREAD_FIT, memory_per_thread_fit_from(tasks)),
+    )
+    return {t.full_name: t.conform(df) for t, df in out}
+
+
+def outliers(jobs: DataFrame, rules: DataFrame | None = None) -> dict[str, DataFrame]:
+    """silver.jobs and the outlier rules (DEFAULT_OUTLIER_RULES when None) -> the two tables of
+    the outliers group (full name -> DataFrame, conformed)."""
+    if rules is None:
+        rules = outlier_rules_frame(jobs.sparkSession)
+    return {
+        GOLD_EFFICIENCY_OUTLIER_RULES.full_name: GOLD_EFFICIENCY_OUTLIER_RULES.conform(rules),
+        GOLD_EFFICIENCY_OUTLIERS.full_name: GOLD_EFFICIENCY_OUTLIERS.conform(
+            efficiency_outliers(jobs, rules)
+        ),
+    }
 
 
 def compute(jobs: DataFrame, rules: DataFrame | None = None) -> dict[str, DataFrame]:
     """silver.jobs (and the outlier rules; DEFAULT_OUTLIER_RULES when None) -> every table of
-    this module by full name, conformed to its definition. The site_efficiency tables are not
-    included (gridlake.gold.site_efficiency). job_length_advice and efficiency_outliers run their
-    small aggregations now (per job type; per job type, site and CPU model).
+    this module by full name, conformed to its definition: the state of every week, the six
+    tables computed from it, the outlier rules and outliers. The site_efficiency tables are not
+    included (gridlake.gold.site_efficiency). job_length_advice and efficiency_outliers run
+    their small aggregations now (per job type; per job type, site and CPU model).
     """
-    if rules is None:
-        rules = outlier_rules_frame(jobs.sparkSession)
-    out = {name: fn(jobs) for name, fn in _TRANSFORMS.items()}
-    out[GOLD_EFFICIENCY_OUTLIER_RULES.full_name] = rules
-    out[GOLD_EFFICIENCY_OUTLIERS.full_name] = efficiency_outliers(jobs, rules)
-    tables = {t.full_name: t for t in TABLES}
-    return {name: tables[name].conform(df) for name, df in out.items()}
+    return {**tables(jobs), **outliers(jobs, rules)}
+
+
+def tables(jobs: DataFrame) -> dict[str, DataFrame]:
+    """silver.jobs -> the tables of the efficiency group: the state of every week and the six
+    tables computed from it (full name -> DataFrame, conformed)."""
+    states = {name: df.localCheckpoint(eager=True) for name, df in state(jobs).items()}
+    return {**states, **from_state(states)}
 
 
 def _build(inputs: Inputs) -> dict[str, DataFrame]:
+    return tables(inputs.read(SILVER_JOBS))
+
+
+def _build_weeks(inputs: Inputs, weeks: Sequence[date]) -> dict[str, DataFrame]:
+    """The state of ``weeks`` recomputed from their jobs (the state tables' rows of those weeks
+    are replaced), the other weeks' state read back, and the six tables from the state of
+    every week (written whole)."""
+    changed = F.col("week").isin(list(weeks))
+    new = {name: df.localCheckpoint(eager=True)
+           for name, df in state(inputs.read(SILVER_JOBS).where(changed)).items()}  # fmt: skip
+    # read (and materialised) before the state tables are rewritten with the new weeks
+    every = {
+        t.full_name: inputs.read(t).where(~changed).unionByName(new[t.full_name])
+        .localCheckpoint(eager=True)
+        for t in STATE_TABLES
+    }  # fmt: skip
+    return {**new, **from_state(every)}
+
+
+def _build_outliers(inputs: Inputs) -> dict[str, DataFrame]:
     rules = inputs.rules(GOLD_EFFICIENCY_OUTLIER_RULES, outlier_rules_frame)
-    return compute(inputs.read(SILVER_JOBS), rules)
+    return outliers(inputs.read(SILVER_JOBS), rules)
 
 
 GROUP = GoldGroup(
-    "efficiency", TABLES, reads=(SILVER_JOBS,), build=_build, rules=GOLD_EFFICIENCY_OUTLIER_RULES
+    "efficiency",
+    (*STATE_TABLES, *TABLES_FROM_STATE),
+    reads=(SILVER_JOBS,),
+    build=_build,
+    build_weeks=_build_weeks,
+)
+# The outliers score every week against history-wide references (a task's median cost per
+# event over all weeks, the site and CPU-model effects), so a new week re-scores them all: a
+# group of their own, recomputed whole, so that the efficiency group can be incremental.
+OUTLIERS_GROUP = GoldGroup(
+    "efficiency_outliers",
+    (GOLD_EFFICIENCY_OUTLIER_RULES, GOLD_EFFICIENCY_OUTLIERS),
+    reads=(SILVER_JOBS,),
+    build=_build_outliers,
+    rules=GOLD_EFFICIENCY_OUTLIER_RULES,
 )

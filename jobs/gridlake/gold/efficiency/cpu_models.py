@@ -5,30 +5,51 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from gridlake.gold.efficiency.columns import _success
+from gridlake.gold.efficiency.state import (
+    MEASURE_HS23_PER_EVENT,
+    MEASURE_PER_EVENT,
+    attach,
+    models_state,
+    rank_percentiles,
+    values_state,
+)
 
 # --------------------------------------------------------------------------------------------
 # gold.cpu_model_efficiency
 # --------------------------------------------------------------------------------------------
 
+KEYS = ("microarchitecture", "cpu_model_norm", "job_type")
+
 
 def cpu_model_efficiency(jobs: DataFrame) -> DataFrame:
     """silver.jobs -> one row per (microarchitecture, cpu_model_norm, job_type)."""
-    with_events = _success() & (F.col("events") > 0)
-    per_event = F.when(with_events, F.col("cpu_seconds") / F.col("events"))
-    hs23_per_event = per_event * F.col("hs23_per_core")
-    agg = jobs.groupBy("microarchitecture", "cpu_model_norm", "job_type").agg(
-        F.count(F.lit(1)).alias("jobs"),
+    return cpu_model_efficiency_from(models_state(jobs), values_state(jobs))
+
+
+def cpu_model_efficiency_from(models: DataFrame, values: DataFrame) -> DataFrame:
+    """The state of any set of weeks (gold._state_efficiency_models and _values rows) -> one row
+    per (microarchitecture, cpu_model_norm, job_type) over those weeks. Percentiles are
+    nearest-rank over the values as the state keeps them (per event: rounded within 0.05 %)."""
+    sums = models.groupBy(*KEYS).agg(
+        F.sum("jobs").alias("jobs"),
         (F.sum("cores_wall_seconds") / 3600.0).alias("core_hours"),
         (F.sum("cpu_seconds") / 3600.0).alias("cpu_hours"),
-        F.count(per_event).alias("jobs_with_events"),
-        F.percentile_approx(per_event, [0.5, 0.9], 10000).alias("_pct"),
-        F.percentile_approx(hs23_per_event, 0.5, 10000).alias("median_hs23_seconds_per_event"),
+        F.sum("jobs_with_events").alias("jobs_with_events"),
     )
-    return agg.select(
-        "microarchitecture",
-        "cpu_model_norm",
-        "job_type",
+    measure = F.col("measure")
+    per_event = rank_percentiles(
+        values.where(measure == MEASURE_PER_EVENT),
+        KEYS,
+        {"median_cpu_seconds_per_event": 0.5, "p90_cpu_seconds_per_event": 0.9},
+    )
+    hs23 = rank_percentiles(
+        values.where(measure == MEASURE_HS23_PER_EVENT),
+        KEYS,
+        {"median_hs23_seconds_per_event": 0.5},
+    )
+    out = attach(attach(sums.where(F.col("jobs") > 0), per_event, KEYS), hs23, KEYS)
+    return out.select(
+        *KEYS,
         "jobs",
         "core_hours",
         "cpu_hours",
@@ -36,7 +57,7 @@ def cpu_model_efficiency(jobs: DataFrame) -> DataFrame:
             F.col("cpu_hours"), F.when(F.col("core_hours") > 0, F.col("core_hours"))
         ).alias("cpu_efficiency"),
         "jobs_with_events",
-        F.col("_pct")[0].alias("median_cpu_seconds_per_event"),
-        F.col("_pct")[1].alias("p90_cpu_seconds_per_event"),
+        "median_cpu_seconds_per_event",
+        "p90_cpu_seconds_per_event",
         "median_hs23_seconds_per_event",
     )

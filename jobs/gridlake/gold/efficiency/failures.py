@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from functools import reduce
 from itertools import pairwise
-from operator import add
 
-from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from gridlake.gold.efficiency.columns import _failed, _wilson_columns
+from gridlake.gold.efficiency.columns import _wilson_columns
 from gridlake.gold.efficiency.params import DURATION_BIN_EDGES_SECONDS
+from gridlake.gold.efficiency.state import ALL_ATTEMPTS, BIN_HIGH, BIN_LOW, durations_state
 
 # --------------------------------------------------------------------------------------------
 # gold.failure_vs_duration
@@ -26,8 +24,7 @@ def _fmt_duration(seconds: float) -> str:
 
 
 _EDGES = DURATION_BIN_EDGES_SECONDS
-_BIN_LOW: tuple[float, ...] = (0.0, *map(float, _EDGES))
-_BIN_HIGH: tuple[float | None, ...] = (*map(float, _EDGES), None)
+_BIN_LOW, _BIN_HIGH = BIN_LOW, BIN_HIGH
 _BIN_LABELS: tuple[str, ...] = (
     f"<{_fmt_duration(_EDGES[0])}",
     *(f"{_fmt_duration(lo)}-{_fmt_duration(hi)}" for lo, hi in pairwise(_EDGES)),
@@ -35,58 +32,35 @@ _BIN_LABELS: tuple[str, ...] = (
 )
 
 
-def _bin_index(wall: SparkColumn) -> SparkColumn:
-    """Number of edges at or below wall: 0 (< first edge) .. len(edges) (>= last edge)."""
-    return reduce(add, [F.when(wall >= F.lit(float(e)), 1).otherwise(0) for e in _EDGES]).cast(
-        "int"
-    )
-
-
-def _exposure_in_bin(wall: SparkColumn, b: int) -> SparkColumn:
-    """Seconds of an attempt's run time inside bin b: clamp(wall - low, 0, high - low)."""
-    low, high = _BIN_LOW[b], _BIN_HIGH[b]
-    inside = wall - F.lit(low) if high is None else F.least(wall, F.lit(high)) - F.lit(low)
-    return F.greatest(inside, F.lit(0.0))
-
-
 def failure_vs_duration(jobs: DataFrame) -> DataFrame:
     """silver.jobs -> one row per (job_type, failure_mode incl. 'ALL', wall-clock bin)."""
-    wall = F.col("wall_seconds").cast("double")
-    binned = jobs.select(
-        "job_type",
-        "status",
-        "cores_wall_seconds",
-        F.coalesce(F.col("failure_mode"), F.lit("unknown")).alias("_mode"),
-        _bin_index(wall).alias("bin_index"),
+    return failure_vs_duration_from(durations_state(jobs))
+
+
+def failure_vs_duration_from(durations: DataFrame) -> DataFrame:
+    """The state of any set of weeks (gold._state_efficiency_durations rows) -> one row per
+    (job_type, failure_mode incl. 'ALL', wall-clock bin) over those weeks."""
+    star = F.col("failure_mode") == ALL_ATTEMPTS
+    per_bin = (
+        durations.where(star)
+        .groupBy("job_type", "bin_index")
+        .agg(
+            F.sum("attempts").alias("attempts"),
+            (F.sum("exposure_seconds") / 3600.0).alias("exposure"),
+        )
     )
-    attempts = binned.groupBy("job_type", "bin_index").agg(F.count(F.lit(1)).alias("attempts"))
-    failed = binned.where(_failed()).withColumn(
-        "failure_mode", F.explode(F.array(F.col("_mode"), F.lit("ALL")))
-    )
+    attempts = per_bin.where(F.col("attempts") > 0).drop("exposure")
+    exposure = per_bin.drop("attempts")
+    by_mode = durations.where(~star)
+    failed = by_mode.unionByName(by_mode.withColumn("failure_mode", F.lit("ALL")))
     failures = failed.groupBy("job_type", "failure_mode", "bin_index").agg(
-        F.count(F.lit(1)).alias("failures"),
+        F.sum("attempts").alias("failures"),
         (F.sum("cores_wall_seconds") / 3600.0).alias("wasted_core_hours"),
     )
     modes = (
-        failed.select("job_type", "failure_mode")
-        .unionByName(jobs.select("job_type", F.lit("ALL").alias("failure_mode")))
+        by_mode.select("job_type", "failure_mode")
+        .unionByName(attempts.select("job_type", F.lit("ALL").alias("failure_mode")))
         .distinct()
-    )
-    exposure = jobs.groupBy("job_type").agg(
-        *[F.sum(_exposure_in_bin(wall, b)).alias(f"_exp{b}") for b in range(len(_BIN_LOW))]
-    )
-    exposure = exposure.select(
-        "job_type",
-        F.inline(
-            F.array(
-                *[
-                    F.struct(
-                        F.lit(b).alias("bin_index"), (F.col(f"_exp{b}") / 3600.0).alias("exposure")
-                    )
-                    for b in range(len(_BIN_LOW))
-                ]
-            )
-        ),
     )
     grid = (
         attempts.join(modes, "job_type")

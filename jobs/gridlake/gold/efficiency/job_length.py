@@ -5,9 +5,18 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from gridlake.gold.efficiency.columns import _failed, _success
+from gridlake.gold.efficiency.columns import _success
 from gridlake.gold.efficiency.params import DAYS_PER_YEAR, START_FAILURE_MODES
 from gridlake.gold.efficiency.reference import optimal_job_length, useful_fraction
+from gridlake.gold.efficiency.state import (
+    ALL_ATTEMPTS,
+    MEASURE_SUCCESS_WALL,
+    attach,
+    durations_state,
+    rank_percentiles,
+    tasks_state,
+    values_state,
+)
 from gridlake.spark import rows_frame
 
 # --------------------------------------------------------------------------------------------
@@ -32,25 +41,45 @@ def init_intercepts(jobs: DataFrame) -> DataFrame:
     """
     ok = _success() & (F.col("events") > 0) & F.col("task_id").isNotNull()
     x, y = F.col("events").cast("double"), F.col("wall_seconds").cast("double")
-    keys = ("job_type", "task_id", "cpu_model", "site")
-    task = Window.partitionBy("job_type", "task_id")
     sums = (
         jobs.where(ok)
-        .groupBy(*keys)
+        .groupBy(*INIT_KEYS)
         .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.sum(x).alias("sx"),
-            F.sum(y).alias("sy"),
-            F.sum(x * y).alias("sxy"),
-            F.sum(x * x).alias("sxx"),
+            F.count(F.lit(1)).alias("init_n"),
+            F.sum(x).alias("init_sx"),
+            F.sum(y).alias("init_sy"),
+            F.sum(x * y).alias("init_sxy"),
+            F.sum(x * x).alias("init_sxx"),
+        )
+    )
+    return init_intercepts_from(sums)
+
+
+INIT_KEYS = ("job_type", "task_id", "cpu_model", "site")
+
+
+def init_intercepts_from(sums: DataFrame) -> DataFrame:
+    """Least-squares sums (``init_n``, ``init_sx``, ``init_sy``, ``init_sxy``, ``init_sxx``) at
+    any grain finer than (job_type, task_id, cpu_model, site), e.g. the rows of
+    gold._state_efficiency_tasks -> the intercepts of :func:`init_intercepts`."""
+    task = Window.partitionBy("job_type", "task_id")
+    grouped = (
+        sums.where(F.col("task_id").isNotNull() & (F.col("init_n") > 0))
+        .groupBy(*INIT_KEYS)
+        .agg(
+            F.sum("init_n").alias("n"),
+            F.sum("init_sx").alias("sx"),
+            F.sum("init_sy").alias("sy"),
+            F.sum("init_sxy").alias("sxy"),
+            F.sum("init_sxx").alias("sxx"),
         )
         .withColumn("task_wall", F.sum("sy").over(task) / F.sum("n").over(task))
     )
     n, sx, sy, sxy, sxx = (F.col(c) for c in ("n", "sx", "sy", "sxy", "sxx"))
     sxx_c = n * sxx - sx * sx  # n^2 var(x); relative guard against round-off of equal events
     slope = F.try_divide(n * sxy - sx * sy, sxx_c)
-    return sums.where((n >= MIN_INIT_GROUP_JOBS) & (sxx_c > F.lit(1e-9) * n * sxx)).select(
-        *keys,
+    return grouped.where((n >= MIN_INIT_GROUP_JOBS) & (sxx_c > F.lit(1e-9) * n * sxx)).select(
+        *INIT_KEYS,
         "n",
         slope.alias("seconds_per_event"),
         ((sy - slope * sx) / n).alias("intercept_seconds"),
@@ -67,13 +96,20 @@ _ADVICE_DDL = (
 
 
 def job_length_advice(jobs: DataFrame) -> DataFrame:
-    """silver.jobs -> one row per job_type: I, h, T*, U(T*), U(current), core-hours at stake.
+    """silver.jobs -> one row per job_type: I, h, T*, U(T*), U(current), core-hours at stake."""
+    return job_length_advice_from(tasks_state(jobs), durations_state(jobs), values_state(jobs))
+
+
+def job_length_advice_from(tasks: DataFrame, durations: DataFrame, values: DataFrame) -> DataFrame:
+    """The state of any set of weeks (gold._state_efficiency_tasks, _durations and _values
+    rows) -> one row per job_type over those weeks: I, h, T*, U(T*), U(current), core-hours at
+    stake.
 
     Runs the per-job-type aggregation and collects it (one row per job type); T* is found on
     the driver by ``optimal_job_length``.
     """
     init = (
-        init_intercepts(jobs)
+        init_intercepts_from(tasks)
         .groupBy("job_type")
         .agg(
             F.count(F.lit(1)).alias("n_init_groups"),
@@ -82,18 +118,26 @@ def job_length_advice(jobs: DataFrame) -> DataFrame:
             ).alias("init_seconds"),
         )
     )
-    mode = F.coalesce(F.col("failure_mode"), F.lit(""))
-    stats = jobs.groupBy("job_type").agg(
-        F.count(F.lit(1)).alias("n_jobs"),
-        (F.sum("cores_wall_seconds") / 3600.0).alias("core_hours"),
-        (F.sum("wall_seconds") / 3600.0).alias("wall_hours"),
-        F.count(F.when(_failed() & ~mode.isin(*START_FAILURE_MODES), 1)).alias("hazard_failures"),
-        F.percentile_approx(F.when(_success(), F.col("wall_seconds")), 0.5, 10000)
-        .cast("double")
-        .alias("median_success_wall"),
-        F.unix_seconds(F.min("end_time")).alias("_first_end"),
-        F.unix_seconds(F.max("end_time")).alias("_last_end"),
+    star = F.col("failure_mode") == ALL_ATTEMPTS
+    hazard = ~star & ~F.col("failure_mode").isin(*START_FAILURE_MODES)
+    stats = (
+        durations.groupBy("job_type")
+        .agg(
+            F.sum(F.when(star, F.col("attempts"))).alias("n_jobs"),
+            (F.sum(F.when(star, F.col("cores_wall_seconds"))) / 3600.0).alias("core_hours"),
+            (F.sum(F.when(star, F.col("wall_seconds"))) / 3600.0).alias("wall_hours"),
+            F.coalesce(F.sum(F.when(hazard, F.col("attempts"))), F.lit(0)).alias("hazard_failures"),
+            F.unix_seconds(F.min("first_end")).alias("_first_end"),
+            F.unix_seconds(F.max("last_end")).alias("_last_end"),
+        )
+        .where(F.col("n_jobs") > 0)
     )
+    median_wall = rank_percentiles(
+        values.where(F.col("measure") == MEASURE_SUCCESS_WALL),
+        ["job_type"],
+        {"median_success_wall": 0.5},
+    )
+    stats = attach(stats, median_wall, ["job_type"])
     rows = stats.join(init, "job_type", "left").orderBy("job_type").collect()
     # the history's span, over every job type (one row each)
     firsts = [r._first_end for r in rows if r._first_end is not None]
@@ -134,4 +178,4 @@ def job_length_advice(jobs: DataFrame) -> DataFrame:
                 saved,
             )
         )
-    return rows_frame(jobs.sparkSession, out, _ADVICE_DDL)
+    return rows_frame(tasks.sparkSession, out, _ADVICE_DDL)

@@ -5,58 +5,54 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from gridlake.gold.efficiency.columns import _success
+from gridlake.gold.efficiency.state import tasks_state
 
-# Two-sided 95 % normal quantile of the intervals; the MAD multiple beyond which a job's RSS is
-# screened out of the fit (a leak, a mis-reported unit) before the least squares see it.
+# Two-sided 95 % normal quantile of the intervals (SCREEN_MADS: the MAD multiple beyond which a
+# job's RSS is screened out of the fit, a leak, a mis-reported unit, before the least squares
+# see it).
 Z95 = 1.959963984540054
-SCREEN_MADS = 5.0
 # The thread count the "saved" columns compare (one N-thread job vs N single-thread jobs);
 # seed 002 compares 8 (CMS RECO: 4.1 GB for one 8-thread job vs 14.2 GB for eight 1-thread).
 SAVED_AT_THREADS = 8
 
 
 def memory_per_thread_fit(jobs: DataFrame) -> DataFrame:
-    """silver.jobs -> one row per job_type: peak RSS = base_mb + per_thread_mb x (threads - 1).
+    """silver.jobs -> one row per job_type (:func:`memory_per_thread_fit_from`)."""
+    return memory_per_thread_fit_from(tasks_state(jobs))
+
+
+def memory_per_thread_fit_from(tasks: DataFrame) -> DataFrame:
+    """The state of any set of weeks (gold._state_efficiency_tasks rows) -> one row per
+    job_type: peak RSS = base_mb + per_thread_mb x (threads - 1).
 
     Threads are the cores a job was allocated (grid multi-core jobs run one thread per core).
-    Successful attempts with a peak RSS; per (job_type, cores) a job more than 5 robust standard
-    deviations (1.4826 x MAD) from the median RSS is screened out. Ordinary least squares on the
-    rest; the intervals are estimate +- 1.96 standard errors, the errors cluster-robust by task
-    (jobs of one task share input and configuration, so they are not independent draws) with
-    the G/(G-1) correction. A job type run on one core count gets its mean RSS as base_mb and no
-    per_thread_mb. Everything is Spark aggregates over the jobs (three passes), none per row in
-    Python.
+    Successful attempts with a peak RSS; per week, job_type and cores a job more than 5 robust
+    standard deviations (1.4826 x MAD) from the median RSS was screened out when the state was
+    built (gridlake.gold.efficiency.state). Ordinary least squares on the rest; the intervals
+    are estimate +- 1.96 standard errors, the errors cluster-robust by task (jobs of one task
+    share input and configuration, so they are not independent draws) with the G/(G-1)
+    correction. A job type run on one core count gets its mean RSS as base_mb and no
+    per_thread_mb. x = threads - 1 is the same for every job of a (task, core count), so the
+    least squares and each task's share of the errors come from its sums of jobs and RSS per
+    core count: Spark aggregates over the state, none per row in Python.
     """
-    ok = _success() & (F.col("max_rss_mb") > 0) & (F.col("cores") >= 1)
-    base = jobs.where(ok).select(
-        "job_type",
-        F.col("cores").cast("bigint").alias("cores"),
-        F.coalesce(F.col("task_id"), F.concat(F.lit("job:"), "job_id")).alias("_cluster"),
-        F.col("max_rss_mb").cast("double").alias("_y"),
+    screened = tasks.groupBy("job_type").agg(F.sum("mem_screened").alias("screened_jobs"))
+    kept = (
+        tasks.where(F.col("mem_jobs") > 0)
+        .groupBy("job_type", "cores", F.col("cluster").alias("_cluster"))
+        .agg(F.sum("mem_jobs").alias("_nc"), F.sum("mem_rss_mb").alias("_yc"))
+        .withColumn("_x", (F.col("cores") - 1).cast("double"))
     )
-    med = base.groupBy("job_type", "cores").agg(F.median("_y").alias("_med"))
-    dev = base.join(med, ["job_type", "cores"]).withColumn(
-        "_dev", F.abs(F.col("_y") - F.col("_med"))
-    )
-    mad = dev.groupBy("job_type", "cores").agg(F.median("_dev").alias("_mad"))
-    marked = dev.join(mad, ["job_type", "cores"]).withColumn(
-        "_kept", F.col("_dev") <= F.lit(SCREEN_MADS * 1.4826) * F.col("_mad")
-    )
-    screened = marked.groupBy("job_type").agg(
-        F.count(F.when(~F.col("_kept"), 1)).alias("screened_jobs")
-    )
-    kept = marked.where("_kept").withColumn("_x", (F.col("cores") - 1).cast("double"))
-    x, y = F.col("_x"), F.col("_y")
+    x, nc, yc = F.col("_x"), F.col("_nc"), F.col("_yc")
     s = kept.groupBy("job_type").agg(
-        F.count(F.lit(1)).alias("jobs"),
+        F.sum(nc).alias("jobs"),
         F.countDistinct("_cluster").alias("tasks"),
         F.countDistinct("cores").alias("n_core_counts"),
         F.max("cores").alias("max_cores"),
-        F.avg(x).alias("_xbar"),
-        F.avg(y).alias("_ybar"),
-        F.sum(x * x).alias("_sxx"),
-        F.sum(x * y).alias("_sxy"),
+        (F.sum(nc * x) / F.sum(nc)).alias("_xbar"),
+        (F.sum(yc) / F.sum(nc)).alias("_ybar"),
+        F.sum(nc * x * x).alias("_sxx"),
+        F.sum(x * yc).alias("_sxy"),
     )
     n, xbar, ybar = F.col("jobs"), F.col("_xbar"), F.col("_ybar")
     sxx = F.col("_sxx") - n * xbar * xbar
@@ -64,8 +60,9 @@ def memory_per_thread_fit(jobs: DataFrame) -> DataFrame:
         "_beta", F.try_divide(F.col("_sxy") - n * xbar * ybar, F.col("_Sxx"))
     )
     fit = fit.withColumn("_alpha", ybar - F.coalesce(F.col("_beta"), F.lit(0.0)) * xbar)
-    # Each job's share of the estimates' errors (the influence of its residual), summed per task.
-    e = y - F.col("_alpha") - F.coalesce(F.col("_beta"), F.lit(0.0)) * x
+    # Each job's share of the estimates' errors (the influence of its residual), summed per
+    # task: a (task, core count)'s jobs share x, so their residuals sum to y_c - n_c (a + b x).
+    e = yc - nc * (F.col("_alpha") + F.coalesce(F.col("_beta"), F.lit(0.0)) * x)
     centred = x - xbar
     u_beta = centred * e / F.col("_Sxx")
     u_alpha = F.when(F.col("_Sxx").isNull(), e / n).otherwise(

@@ -5,30 +5,26 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from gridlake.gold.efficiency.columns import _success
+from gridlake.gold.efficiency.state import tasks_state
 
 # --------------------------------------------------------------------------------------------
 # gold.multicore_scaling and gold.multicore_fit
 # --------------------------------------------------------------------------------------------
 
 
-def _multicore_points(jobs: DataFrame, strata: tuple[str, ...] = ()) -> DataFrame:
-    """Per (job_type, *strata, cores): the measures of multicore_scaling plus the fit inputs
-    (y = 1/eff, its task-clustered variance), from per-task partial sums."""
-    events_known = F.col("events").isNotNull()
-    per_task = (
-        jobs.where(_success())
-        .withColumn("_cluster", F.coalesce(F.col("task_id"), F.concat(F.lit("job:"), "job_id")))
-        .groupBy("job_type", *strata, "cores", "_cluster")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.sum("cpu_seconds").alias("c"),
-            F.sum("cores_wall_seconds").alias("w"),
-            F.sum(F.when(events_known, F.col("events"))).alias("ev"),
-            F.sum(F.when(events_known, F.col("cores_wall_seconds"))).alias("ev_w"),
-            F.sum(F.col("max_rss_mb") / F.col("cores")).alias("rss"),
-            F.count(F.col("max_rss_mb")).alias("rss_n"),
-        )
+def _multicore_points(tasks: DataFrame, strata: tuple[str, ...] = ()) -> DataFrame:
+    """The state of any set of weeks (gold._state_efficiency_tasks rows) -> per (job_type,
+    *strata, cores): the measures of multicore_scaling plus the fit inputs (y = 1/eff, its
+    task-clustered variance), from per-task partial sums (a task's weeks, sites and CPU models
+    added up first)."""
+    per_task = tasks.groupBy("job_type", *strata, "cores", "cluster").agg(
+        F.sum("jobs").alias("n"),
+        F.sum("cpu_seconds").alias("c"),
+        F.sum("cores_wall_seconds").alias("w"),
+        F.sum("events").alias("ev"),
+        F.sum("events_wall_seconds").alias("ev_w"),
+        F.sum("rss_per_core_mb").alias("rss"),
+        F.sum("rss_jobs").alias("rss_n"),
     )
     pts = per_task.groupBy("job_type", *strata, "cores").agg(
         F.sum("n").alias("jobs"),
@@ -72,11 +68,23 @@ def _multicore_points(jobs: DataFrame, strata: tuple[str, ...] = ()) -> DataFram
 
 def multicore_scaling(jobs: DataFrame) -> DataFrame:
     """silver.jobs -> one row per (job_type, cores), successful attempts."""
-    return _multicore_points(jobs).drop("_y", "_var_y")
+    return multicore_scaling_from(tasks_state(jobs))
+
+
+def multicore_scaling_from(tasks: DataFrame) -> DataFrame:
+    """The state of any set of weeks (gold._state_efficiency_tasks rows) -> one row per
+    (job_type, cores) over those weeks, successful attempts."""
+    return _multicore_points(tasks).drop("_y", "_var_y")
 
 
 def multicore_fit(jobs: DataFrame) -> DataFrame:
-    """silver.jobs -> one row per job_type: Amdahl fit within each site, combined over sites.
+    """silver.jobs -> one row per job_type (:func:`multicore_fit_from`)."""
+    return multicore_fit_from(tasks_state(jobs))
+
+
+def multicore_fit_from(tasks: DataFrame) -> DataFrame:
+    """The state of any set of weeks (gold._state_efficiency_tasks rows) -> one row per
+    job_type: Amdahl fit within each site, combined over sites.
 
     Core counts are compared inside a site (the same storage, network and CPUs), because sites
     differ in efficiency and in their mix of core counts: a pooled fit would read a slow site
@@ -85,7 +93,7 @@ def multicore_fit(jobs: DataFrame) -> DataFrame:
     task-clustered point variances) runs as Spark aggregates; the site estimates of s are then
     combined by inverse variance (by core-hours when some site has no standard error).
     """
-    pts = _multicore_points(jobs, ("site",)).where(
+    pts = _multicore_points(tasks, ("site",)).where(
         F.col("_y").isNotNull() & (F.col("core_hours") > 0)
     )
     x, y, w, v = F.col("cores") - 1.0, F.col("_y"), F.col("core_hours"), F.col("_var_y")

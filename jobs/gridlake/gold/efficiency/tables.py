@@ -40,18 +40,18 @@ GOLD_CPU_MODEL_EFFICIENCY = Table(
             "median_cpu_seconds_per_event",
             "DOUBLE",
             "Median of cpu_seconds / events over successful attempts with events > 0 "
-            "(percentile_approx)",
+            "(exact over the values rounded to 0.1 % on the log scale: within 0.05 %)",
         ),
         Column(
             "p90_cpu_seconds_per_event",
             "DOUBLE",
-            "90th percentile of cpu_seconds / events, same attempts (percentile_approx)",
+            "90th percentile of cpu_seconds / events, same attempts (same rounding)",
         ),
         Column(
             "median_hs23_seconds_per_event",
             "DOUBLE",
             "Median of cpu_seconds x hs23_per_core / events (HS23-normalised CPU seconds per "
-            "event), same attempts with a known HS23 (percentile_approx)",
+            "event), same attempts with a known HS23 (same rounding)",
         ),
     ),
     checks=(Check("not_null", "job_type"), Check("between", "jobs", {"min_value": 1})),
@@ -365,8 +365,9 @@ GOLD_MEMORY_PER_THREAD_FIT = Table(
     grain="one row per job_type.",
     description=(
         "Peak RSS = base_mb + per_thread_mb x (threads - 1), threads = cores allocated, fitted "
-        "by least squares over the successful attempts with a peak RSS (per job type and core "
-        "count, jobs beyond 5 robust standard deviations of the median RSS screened out first); "
+        "by least squares over the successful attempts with a peak RSS (per ISO week, job type "
+        "and core count, jobs beyond 5 robust standard deviations of the median RSS screened out "
+        "first); "
         "intervals are +-1.96 standard errors, cluster-robust by task. One N-thread job instead "
         "of N single-thread jobs saves N x base_mb - (base_mb + (N-1) x per_thread_mb) = "
         "(N-1) x (base_mb - per_thread_mb) (seed 002: 8 threads in 4.1 GB against 14.2 GB)."
@@ -408,13 +409,191 @@ GOLD_MEMORY_PER_THREAD_FIT = Table(
     ),
 )
 
-TABLES: tuple[Table, ...] = (
+
+# --------------------------------------------------------------------------------------------
+# Internal state: per-week sufficient statistics (incremental analyze)
+# --------------------------------------------------------------------------------------------
+
+_WEEK = Column("week", "DATE", "Monday of the ISO week of the jobs' end_time")
+_STATE_NOTE = (
+    " Internal state (no grid view): each ISO week computed from that week's jobs alone; "
+    "incremental analyze replaces the weeks whose jobs changed and recomputes the tables from "
+    "the state of every week, never from the jobs."
+)
+
+GOLD_STATE_EFFICIENCY_TASKS = Table(
+    database="gold",
+    name="_state_efficiency_tasks",
+    keys=("week", "job_type", "site", "cpu_model", "cores", "cluster"),
+    partition_by=("week",),
+    stable_rows=False,  # a week can lose every row (its jobs moved away)
+    question="What do the multicore, memory and job-length fits read (sums per task and week)?",
+    example=(
+        "SELECT week, count(*) AS task_rows, sum(jobs) AS jobs, sum(mem_screened) AS screened "
+        "FROM gold._state_efficiency_tasks GROUP BY week ORDER BY week"
+    ),
+    grain=(
+        "one row per ISO week, job type, site, CPU model, core count and task (an attempt "
+        "without a task_id is a cluster of its own) with a successful attempt."
+    ),
+    description=(
+        "Sums over the successful attempts of gold.multicore_scaling, gold.multicore_fit "
+        "(CPU and core-wall seconds, events, RSS per core), gold.memory_per_thread_fit (peak "
+        "RSS of the attempts its screening kept: median and MAD per week, job type and core "
+        "count) and the initialisation intercepts of gold.job_length_advice (least-squares "
+        "sums of wall_seconds on events)." + _STATE_NOTE
+    ),
+    columns=(
+        _WEEK,
+        _JOB_TYPE,
+        Column("site", "STRING", "Grid site"),
+        Column("cpu_model", "STRING", "CPU model string"),
+        Column("cores", "BIGINT", "Cores allocated"),
+        Column("cluster", "STRING", "task_id, or 'job:<job_id>' for an attempt without one"),
+        Column("task_id", "STRING", "task_id (null for an attempt without one)"),
+        Column("jobs", "BIGINT", "Successful attempts"),
+        Column("cpu_seconds", "DOUBLE", "sum(cpu_seconds)"),
+        Column("cores_wall_seconds", "DOUBLE", "sum(wall_seconds x cores)"),
+        Column("events", "DOUBLE", "sum(events) over attempts reporting events"),
+        Column("events_wall_seconds", "DOUBLE", "sum(wall x cores) over the same attempts"),
+        Column("rss_per_core_mb", "DOUBLE", "sum(max_rss_mb / cores)"),
+        Column("rss_jobs", "BIGINT", "Attempts reporting max_rss_mb"),
+        Column("mem_jobs", "BIGINT", "Attempts in the memory fit (screening kept them)"),
+        Column("mem_rss_mb", "DOUBLE", "sum(max_rss_mb) of those attempts"),
+        Column("mem_screened", "BIGINT", "Attempts the memory screening dropped"),
+        Column("init_n", "BIGINT", "Attempts with events > 0 and a task_id"),
+        Column("init_sx", "DOUBLE", "sum(events) of those attempts"),
+        Column("init_sy", "DOUBLE", "sum(wall_seconds)"),
+        Column("init_sxy", "DOUBLE", "sum(events x wall_seconds)"),
+        Column("init_sxx", "DOUBLE", "sum(events^2)"),
+    ),
+    checks=(Check("not_null", "week"), Check("not_null", "cluster")),
+)
+
+GOLD_STATE_EFFICIENCY_MODELS = Table(
+    database="gold",
+    name="_state_efficiency_models",
+    keys=("week", "microarchitecture", "cpu_model_norm", "job_type"),
+    partition_by=("week",),
+    stable_rows=False,
+    question="What does gold.cpu_model_efficiency add up (sums per CPU model and week)?",
+    example=(
+        "SELECT cpu_model_norm, sum(jobs) AS jobs, sum(cpu_seconds) / sum(cores_wall_seconds) "
+        "AS eff FROM gold._state_efficiency_models GROUP BY cpu_model_norm ORDER BY jobs DESC"
+    ),
+    grain="one row per ISO week, microarchitecture, cpu_model_norm and job type.",
+    description="Sums of gold.cpu_model_efficiency over every attempt." + _STATE_NOTE,
+    columns=(
+        _WEEK,
+        Column("microarchitecture", "STRING", "e.g. Haswell, Zen 2; null when unknown"),
+        Column("cpu_model_norm", "STRING", "Normalised CPU model (silver cpu_model_norm)"),
+        _JOB_TYPE,
+        Column("jobs", "BIGINT", "Job attempts"),
+        Column("cores_wall_seconds", "DOUBLE", "sum(wall_seconds x cores)"),
+        Column("cpu_seconds", "DOUBLE", "sum(cpu_seconds)"),
+        Column("jobs_with_events", "BIGINT", "Successful attempts with events > 0"),
+    ),
+    checks=(Check("not_null", "week"),),
+)
+
+GOLD_STATE_EFFICIENCY_VALUES = Table(
+    database="gold",
+    name="_state_efficiency_values",
+    keys=("week", "measure", "microarchitecture", "cpu_model_norm", "job_type", "value"),
+    partition_by=("week",),
+    stable_rows=False,
+    question="What are the medians of the efficiency tables taken over (value counts per week)?",
+    example=(
+        "SELECT measure, count(*) AS distinct_values, sum(n) AS jobs FROM "
+        "gold._state_efficiency_values GROUP BY measure"
+    ),
+    grain=(
+        "one row per ISO week, measure, microarchitecture, cpu_model_norm, job type and value "
+        "(CPU model columns null for the wall-clock measure)."
+    ),
+    description=(
+        "How many attempts had each value, for the percentiles of gold.cpu_model_efficiency "
+        "(cpu_seconds_per_event and hs23_seconds_per_event, rounded to a step of 0.001 on the "
+        "log scale: within 0.05 %) and the median wall-clock of gold.job_length_advice "
+        "(success_wall_seconds, exact). A percentile over these counts is the exact percentile "
+        "of the rounded values, however many weeks are added up." + _STATE_NOTE
+    ),
+    columns=(
+        _WEEK,
+        Column(
+            "measure",
+            "STRING",
+            "cpu_seconds_per_event | hs23_seconds_per_event | success_wall_seconds",
+        ),
+        Column("microarchitecture", "STRING", "Microarchitecture (null for success_wall_seconds)"),
+        Column("cpu_model_norm", "STRING", "Normalised CPU model (null for success_wall_seconds)"),
+        _JOB_TYPE,
+        Column("value", "DOUBLE", "The value (rounded for the per-event measures)"),
+        Column("n", "BIGINT", "Attempts with that value"),
+    ),
+    checks=(Check("not_null", "week"), Check("not_null", "measure")),
+)
+
+GOLD_STATE_EFFICIENCY_DURATIONS = Table(
+    database="gold",
+    name="_state_efficiency_durations",
+    keys=("week", "job_type", "bin_index", "failure_mode"),
+    partition_by=("week",),
+    stable_rows=False,
+    question="What do the failure-vs-duration and job-length tables add up (per bin and week)?",
+    example=(
+        "SELECT job_type, bin_index, sum(attempts) AS attempts, sum(failures) AS failures FROM "
+        "gold._state_efficiency_durations GROUP BY job_type, bin_index ORDER BY 1, 2"
+    ),
+    grain=(
+        "one row per ISO week, job type, wall-clock bin and failure mode ('*': every attempt "
+        "of the bin, for every bin)."
+    ),
+    description=(
+        "Counts and sums of gold.failure_vs_duration and gold.job_length_advice: attempts, "
+        "exposure, wall and core-wall seconds and the span of end times per bin ('*'), failed "
+        "attempts and their core-wall seconds per failure mode." + _STATE_NOTE
+    ),
+    columns=(
+        _WEEK,
+        _JOB_TYPE,
+        Column("bin_index", "INT", "0 (< 10 min) to 13 (>= 96 h)"),
+        Column("failure_mode", "STRING", "'*' (every attempt), or the mode of failed attempts"),
+        Column(
+            "attempts",
+            "BIGINT",
+            "Attempts whose wall_seconds fall in the bin ('*'), or the failed ones of the mode",
+        ),
+        Column("exposure_seconds", "DOUBLE", "Run time of every attempt inside the bin ('*')"),
+        Column("wall_seconds", "DOUBLE", "sum(wall_seconds) ('*')"),
+        Column("cores_wall_seconds", "DOUBLE", "sum(wall_seconds x cores) of those attempts"),
+        Column("first_end", "TIMESTAMP", "Earliest end_time ('*')"),
+        Column("last_end", "TIMESTAMP", "Latest end_time ('*')"),
+    ),
+    checks=(Check("not_null", "week"), Check("not_null", "failure_mode")),
+)
+
+STATE_TABLES: tuple[Table, ...] = (
+    GOLD_STATE_EFFICIENCY_TASKS,
+    GOLD_STATE_EFFICIENCY_MODELS,
+    GOLD_STATE_EFFICIENCY_VALUES,
+    GOLD_STATE_EFFICIENCY_DURATIONS,
+)
+
+
+# The tables computed from the state (the efficiency group), and every table of the module
+# (with the outlier rules and outliers: the efficiency_outliers group).
+TABLES_FROM_STATE: tuple[Table, ...] = (
     GOLD_CPU_MODEL_EFFICIENCY,
     GOLD_FAILURE_VS_DURATION,
     GOLD_JOB_LENGTH_ADVICE,
     GOLD_MULTICORE_SCALING,
     GOLD_MULTICORE_FIT,
     GOLD_MEMORY_PER_THREAD_FIT,
+)
+TABLES: tuple[Table, ...] = (
+    *STATE_TABLES,
+    *TABLES_FROM_STATE,
     GOLD_EFFICIENCY_OUTLIER_RULES,
     GOLD_EFFICIENCY_OUTLIERS,
 )
