@@ -56,7 +56,7 @@ from gridlake.gold.efficiency.reference import (
     useful_fraction,
     wilson_interval,
 )
-from gridlake.gold.efficiency.state import state
+from gridlake.gold.efficiency.state import weekly_state
 from gridlake.gold.efficiency.tables import (
     GOLD_CPU_MODEL_EFFICIENCY,
     GOLD_EFFICIENCY_OUTLIER_RULES,
@@ -109,10 +109,10 @@ __all__ = [
     "outlier_rules_frame",
     "outliers",
     "site_model_effects",
-    "state",
     "tables",
     "two_way_effects",
     "useful_fraction",
+    "weekly_state",
     "wilson_interval",
 ]
 
@@ -165,7 +165,7 @@ def compute(jobs: DataFrame, rules: DataFrame | None = None) -> dict[str, DataFr
 def tables(jobs: DataFrame) -> dict[str, DataFrame]:
     """silver.jobs -> the tables of the efficiency group: the state of every week and the six
     tables computed from it (full name -> DataFrame, conformed)."""
-    states = {name: df.localCheckpoint(eager=True) for name, df in state(jobs).items()}
+    states = {name: df.localCheckpoint(eager=True) for name, df in weekly_state(jobs).items()}
     return {**states, **from_state(states)}
 
 
@@ -178,8 +178,8 @@ def _build_weeks(inputs: Inputs, weeks: Sequence[date]) -> dict[str, DataFrame]:
     are replaced), the other weeks' state read back, and the six tables from the state of
     every week (written whole)."""
     changed = F.col("week").isin(list(weeks))
-    new = {name: df.localCheckpoint(eager=True)
-           for name, df in state(inputs.read(SILVER_JOBS).where(changed)).items()}  # fmt: skip
+    jobs = inputs.read(SILVER_JOBS).where(changed)
+    new = {name: df.localCheckpoint(eager=True) for name, df in weekly_state(jobs).items()}
     # read (and materialised) before the state tables are rewritten with the new weeks
     every = {
         t.full_name: inputs.read(t).where(~changed).unionByName(new[t.full_name])

@@ -210,7 +210,7 @@ def durations_state(jobs: DataFrame) -> DataFrame:
     )
 
 
-def state(jobs: DataFrame) -> dict[str, DataFrame]:
+def weekly_state(jobs: DataFrame) -> dict[str, DataFrame]:
     """silver.jobs (any set of whole weeks) -> the rows of the four state tables for those weeks
     (full table name -> DataFrame)."""
     return {
