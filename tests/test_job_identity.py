@@ -280,3 +280,41 @@ def test_vacuum_keeps_what_a_stalled_refine_still_has_to_read(spark, warehouse) 
     assert f"refine stream still reads from version {read + 1}" in why
     silver = stream_retention(spark, SILVER_JOBS, 168, local, now=since + timedelta(days=30))
     assert silver == (168, "")
+
+
+def test_a_backlog_is_refined_in_bounded_batches_and_the_newest_record_still_wins(
+    spark, warehouse
+) -> None:
+    """Three ingest commits waiting in bronze (a backlog after an outage) with a byte bound
+    below one file: refine takes each file as a micro-batch of its own, not all as one (one
+    unbounded batch of a 2-day backlog, 2 M jobs, ran a 6 GB driver out of heap), each
+    reconciled; a job re-sent in a later commit still replaces its first record across
+    batches; a bad record is quarantined."""
+    from delta.tables import DeltaTable
+
+    from gridlake.catalog import BATCH_AUDIT, BRONZE, QUARANTINE_JOBS, SILVER_JOBS, ensure_all
+    from gridlake.silver.refine import refine
+
+    ensure_all(spark)  # the names stay on the session's warehouse; this test works by path
+    local = dataclasses.replace(warehouse, refine_max_bytes="1b")
+    _bronze(spark, local, [(_job("g1", "2026-11-20"), 1), (_job("g2", "2026-11-20"), 2)])
+    _bronze(spark, local, [(_job("g3", "2026-11-21"), 3), ("{not json", 4)])
+    _bronze(spark, local, [(_job("g1", "2026-11-24"), 5)])  # g1 corrected: a later week
+    files = DeltaTable.forPath(spark, BRONZE["jobs"].path(local)).detail().first()["numFiles"]
+    assert files >= 3  # at least one per commit
+    stats = refine(spark, "jobs", local)
+    assert stats.batches == files, stats.audit  # one file a batch: each is over the bound
+    assert sum(a["bronze_rows"] for a in stats.audit) == 5
+    for a in stats.audit:
+        assert a["bronze_rows"] == a["clean_rows"] + a["duplicate_rows"] + a["quarantined_rows"]
+    assert sum(a["inserted_rows"] for a in stats.audit) == 3, stats.audit
+    assert sum(a["updated_rows"] for a in stats.audit) == 1  # g1's correction, a later batch
+    assert _rows(spark, local, SILVER_JOBS) == [("g1", W48, "2026-11-24T10:10:00"),
+                                                ("g2", W47, "2026-11-20T10:10:00"),
+                                                ("g3", W47, "2026-11-21T10:10:00")]  # fmt: skip
+    quarantined = spark.read.format("delta").load(QUARANTINE_JOBS.path(local)).collect()
+    assert [r.raw for r in quarantined] == ["{not json"]
+    audit = spark.read.format("delta").load(BATCH_AUDIT.path(local)).count()
+    assert audit == files
+    # nothing new: a second run takes no batch
+    assert refine(spark, "jobs", local).batches == 0

@@ -166,3 +166,24 @@ def test_a_creation_killed_before_its_first_commit_is_created_by_the_next_ensure
         assert (location / "part-0000.parquet").exists()
     finally:
         spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
+
+
+def test_a_missing_table_is_created_partitioned_by_a_weekly_write(
+    spark, settings, tmp_path
+) -> None:
+    """No table at the path (its name registered elsewhere, its folder gone): the weekly write
+    of an incremental analyze creates it partitioned as declared, not unpartitioned (which the
+    next analyze would see as a changed definition and recompute whole)."""
+    from gridlake.gold.analyze import write_gated
+    from gridlake.gold.io_signatures import GOLD_NODE_SATURATION as T
+
+    local = dataclasses.replace(settings, storage_root=str(tmp_path / "warehouse"))
+    week = date(2026, 11, 16)
+    rows = _rows(spark, T, [week], 3, 1.0)
+    checked: list[tuple] = []
+    n = write_gated(spark, T, rows, "{}", "run-1", local, checked,
+                    replace_where=f"week = DATE'{week.isoformat()}'")  # fmt: skip
+    assert n == 9
+    assert _partitions(spark, T.path(local)) == ["week"]
+    assert not T.partitioning_differs(spark, local)
+    assert _same(spark.read.format("delta").load(T.path(local)).select(*T.column_names), rows)

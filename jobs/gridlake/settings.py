@@ -13,6 +13,9 @@ on a laptop (``GRIDLAKE_ENV=local``, the default) and on a cluster (``GRIDLAKE_E
 - ``GRIDLAKE_DRIVER_MEMORY`` / ``GRIDLAKE_PAGE_SIZE``: local mode only, ``2g`` / ``4m`` (the
   Thrift Server's memory is ``GRIDLAKE_THRIFT_MEMORY``, ``2g``).
 - ``GRIDLAKE_SPARK_CONF``: extra ``key=value;key=value`` Spark settings (e.g. S3 credentials).
+- ``GRIDLAKE_REFINE_MAX_BYTES``: ``64m``; the bronze Parquet one refine micro-batch takes at
+  most (~500,000 job records): a backlog (days of jobs after an outage) is refined in bounded
+  batches instead of one that outgrows the driver's memory. Raise it with the driver's memory.
 
 Ports of the local services are shifted by ``GRIDLAKE_PORT_OFFSET`` (0 for ``demo``, 100 for
 ``test``) exactly as ``infra/env.sh`` does, so both instances can run side by side.
@@ -96,6 +99,9 @@ class Settings:
     # gold groups `analyze` builds side by side in one session (independent groups only: a
     # group starts once the groups it reads are written); 1 = one after the other
     analyze_workers: int = 2
+    # the bronze bytes (Parquet files) one refine micro-batch takes at most (Delta's soft limit
+    # maxBytesPerTrigger: whole files, at least one); a byte string such as 64m or 1g
+    refine_max_bytes: str = "64m"
 
     @property
     def is_local(self) -> bool:
@@ -297,4 +303,5 @@ def get_settings() -> Settings:
         superset_port=int(_env("GRIDLAKE_SUPERSET_PORT", str(8088 + offset))),
         extra_spark_conf=extra,
         analyze_workers=max(1, int(_env("GRIDLAKE_ANALYZE_WORKERS", "2"))),
+        refine_max_bytes=_env("GRIDLAKE_REFINE_MAX_BYTES", "64m"),
     )

@@ -572,6 +572,8 @@ def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run
 
     from pyspark import StorageLevel
 
+    from gridlake import deltalog
+
     frame = table.conform(df).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         previous = (
@@ -586,13 +588,20 @@ def write_gated(spark: SparkSession, table: Table, df: DataFrame, meta: str, run
         )
         if not replace_where:  # the rows, for the next write's gate (_previous_rows)
             meta = json.dumps({**json.loads(meta), ROWS_KEY: rows})
+        missing = bool(table.partition_by) and (
+            deltalog.partition_columns(spark, table.path(settings)) is None
+        )
         if not replace_where and table.partitioning_differs(spark, settings):
             log.warning("%s: re-partitioned by %s (its definition changed)", table.full_name,
                         table.partition_by)  # fmt: skip
             writer = table.repartitioning_writer(frame).option("userMetadata", meta)
+        elif missing:
+            # no table at the path (its name registered, its folder gone or another
+            # warehouse's): created partitioned as declared, not unpartitioned by the overwrite
+            writer = table.repartitioning_writer(frame).option("userMetadata", meta)
         else:
             writer = table.overwriter(frame).option("userMetadata", meta)
-        if replace_where:
+        if replace_where and not missing:
             writer = writer.option("replaceWhere", replace_where)
         writer.save(table.path(settings))
         if rows == 0:

@@ -11,7 +11,7 @@ columns (``MEASURE_COLUMNS``); they differ only in their grain.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
@@ -326,12 +326,21 @@ def _build(inputs: Inputs) -> dict[str, DataFrame]:
     return compute(inputs.read(SILVER_JOBS), rules=rules)
 
 
+# How far before its original's week a retry's week may lie and still be seen as its retry by
+# an incremental analyze: a retry is submitted after its original failed, so it ends later and
+# its week is the same or a later one; one week of slack for clocks that disagree at a week's
+# edge.
+RETRY_LOOKBACK = timedelta(weeks=1)
+
+
 def _build_weeks(inputs: Inputs, weeks: Sequence[date]) -> dict[str, DataFrame]:
-    """The rows of ``weeks`` only: their jobs, the retry flags from every week's retries (the
-    rule table is written whole)."""
+    """The rows of ``weeks`` only: their jobs, the retry flags from the retries of those weeks
+    and every later one (``RETRY_LOOKBACK``: a retry ends after its original), read from those
+    week partitions only, not from all of history; the rule table is written whole."""
     jobs = inputs.read(SILVER_JOBS)
     rules = inputs.rules(GOLD_FAILURE_CAUSE_RULES, rules_frame)
-    return compute(jobs.where(F.col("week").isin(list(weeks))), retries=jobs, rules=rules)
+    retries = jobs.where(F.col("week") >= F.lit(min(weeks) - RETRY_LOOKBACK))
+    return compute(jobs.where(F.col("week").isin(list(weeks))), retries=retries, rules=rules)
 
 
 GROUP = GoldGroup(

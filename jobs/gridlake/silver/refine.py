@@ -290,6 +290,7 @@ def _merge(
     # A matched row changes only for a newer record (NEWER_SQL: the higher offset in the key's
     # partition) with different content: a re-sent copy or a replayed batch changes nothing.
     newer = f"({NEWER_SQL}) AND NOT (s._content_hash <=> t._content_hash)"
+    before = deltalog.version(spark, path)
     (
         target.alias("t")
         .merge(rows.alias("s"), on)
@@ -298,7 +299,9 @@ def _merge(
         .execute()
     )
     last = deltalog.commits(spark, path, 1)  # the MERGE's own commit: its metrics
-    if not last or last[0].operation != "MERGE":
+    # A MERGE that changed nothing (a batch without clean rows) commits nothing: the latest
+    # commit is then an earlier batch's, whose counts are not this batch's.
+    if not last or last[0].operation != "MERGE" or last[0].version == before:
         return 0, 0, left
     m = last[0].metrics
     if out.moves:
@@ -430,7 +433,9 @@ def process_batch(
             # the volume rule's median down); the checkpoint advances past it.
             log.info("refine %s: no rows, nothing to do", batch_id)
             return
-        candidates = spec.clean(spark, validated, batch_id, settings)
+        # the raw record text stays out of the clean rows (no silver table has it, quarantine
+        # takes it from ``validated``): cached twice it was half of a batch's memory
+        candidates = spec.clean(spark, validated, batch_id, settings).drop("value")
         clean = latest_per_key(candidates, spec.keys).persist()
         valid_count = candidates.count()
         clean_rows = clean.count()
@@ -547,7 +552,11 @@ def refine(
 
     stream = (
         spark.readStream.format("delta")
+        # A batch is bounded (a backlog is refined in several): its rows are cached twice
+        # (validated, clean) and MERGEd; unbounded, a 2-day backlog of 2 M jobs ran a 6 GB
+        # driver out of heap (2026-12-02)
         .option("maxFilesPerTrigger", "64")
+        .option("maxBytesPerTrigger", settings.refine_max_bytes)
         .load(BRONZE[input_name].path(settings))
     )
     query = (
