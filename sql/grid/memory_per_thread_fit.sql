@@ -16,7 +16,7 @@ CREATE OR REPLACE VIEW grid.memory_per_thread_fit (
   `n_core_counts` COMMENT 'Distinct core counts in the fit',
   `max_cores` COMMENT 'Largest core count in the fit'
 )
-COMMENT 'Peak RSS = base_mb + per_thread_mb x (threads - 1), threads = cores allocated, fitted by least squares over the successful attempts with a peak RSS (per job type and core count, jobs beyond 5 robust standard deviations of the median RSS screened out first); intervals are +-1.96 standard errors, cluster-robust by task. One N-thread job instead of N single-thread jobs saves N x base_mb - (base_mb + (N-1) x per_thread_mb) = (N-1) x (base_mb - per_thread_mb) (seed 002: 8 threads in 4.1 GB against 14.2 GB). Grain: one row per job_type.'
+COMMENT 'Peak RSS = base_mb + per_thread_mb x (threads - 1), threads = cores allocated, fitted by least squares over the successful attempts with a peak RSS (per ISO week, job type and core count, jobs beyond 5 robust standard deviations of the median RSS screened out first); intervals are +-1.96 standard errors, cluster-robust by task. One N-thread job instead of N single-thread jobs saves N x base_mb - (base_mb + (N-1) x per_thread_mb) = (N-1) x (base_mb - per_thread_mb) (seed 002: 8 threads in 4.1 GB against 14.2 GB). Grain: one row per job_type.'
 AS SELECT `job_type`,
        `base_mb`,
        `base_mb_low`,
