@@ -542,7 +542,8 @@ GOLD_STATE_EFFICIENCY_DURATIONS = Table(
     stable_rows=False,
     question="What do the failure-vs-duration and job-length tables add up (per bin and week)?",
     example=(
-        "SELECT job_type, bin_index, sum(attempts) AS attempts, sum(failures) AS failures FROM "
+        "SELECT job_type, bin_index, sum(CASE WHEN failure_mode = '*' THEN attempts END) AS "
+        "attempts, sum(CASE WHEN failure_mode <> '*' THEN attempts END) AS failed FROM "
         "gold._state_efficiency_durations GROUP BY job_type, bin_index ORDER BY 1, 2"
     ),
     grain=(
