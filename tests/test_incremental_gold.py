@@ -178,10 +178,11 @@ def _speed_jobs(week: date, tag: str) -> list[str]:
 def test_incremental_speed_factors_and_efficiency_equal_the_full_recompute(
     spark, settings, tmp_path, registered
 ) -> None:
-    """The speed-factor fit and the efficiency tables are recomputed from their per-week state:
-    an incremental analyze after a late job for an old week, a job moved to another week and
-    an identical re-send rebuilds the state of those weeks only, and every table equals the
-    full recompute's."""
+    """The speed-factor fit, the efficiency tables and the outlier scores are recomputed from
+    their per-week state: an incremental analyze after a late job for an old week, a job moved
+    to another week and an identical re-send rebuilds the state of those weeks only, and every
+    table equals the full recompute's (the outlier metrics of every week; these few jobs flag
+    no outlier, whose scoring test_gold_efficiency covers)."""
     from gridlake.catalog import SILVER_JOBS
     from gridlake.gold import efficiency
     from gridlake.gold import speed_factors as sf
@@ -194,7 +195,7 @@ def test_incremental_speed_factors_and_efficiency_equal_the_full_recompute(
     records = [j for w, tag in ((W45, "a"), (W46, "b"), (W47, "c"), (W48, "d"))
                for j in _speed_jobs(w, tag)]  # fmt: skip
     _batch(spark, local, 0, [(r, n, T0) for n, r in enumerate(records)])
-    groups = ["efficiency", "speed_factors"]
+    groups = ["efficiency", "efficiency_outliers", "speed_factors"]
     first = analyze(spark, local, groups=groups, skip_current=True)
     assert first[sf.GOLD_CPU_SPEED_FACTORS.full_name] > 0
     state = sf.GOLD_STATE_SPEED_CELLS
@@ -212,20 +213,24 @@ def test_incremental_speed_factors_and_efficiency_equal_the_full_recompute(
                              (json.dumps(moved), 1001, T0 + timedelta(hours=1)),
                              (records[-1], 1002, T0 + timedelta(hours=1))])  # fmt: skip
     again = analyze(spark, local, groups=groups, skip_current=True)
-    states = (state, sf.GOLD_STATE_SPEED_MODELS, *efficiency.STATE_TABLES)
+    states = (state, sf.GOLD_STATE_SPEED_MODELS, *efficiency.STATE_TABLES,
+              efficiency.GOLD_STATE_OUTLIER_METRICS)  # fmt: skip
     for t in states:
         assert _weeks_replaced(spark, t, local) == [str(W46), str(W47), str(W48)], t.full_name
-    for t in (sf.GOLD_CPU_SPEED_FACTORS, *efficiency.TABLES_FROM_STATE):
+    for t in (sf.GOLD_CPU_SPEED_FACTORS, *efficiency.TABLES_FROM_STATE,
+              efficiency.GOLD_EFFICIENCY_OUTLIERS):  # fmt: skip
         assert _weeks_replaced(spark, t, local) is None, t.full_name  # from the state: whole
     assert again[sf.GOLD_CPU_SPEED_FACTORS.full_name] > 0
 
     read = lambda t: spark.read.format("delta").load(t.path(local))  # noqa: E731
     for name, tables in (("speed_factors", sf.TABLES),
-                         ("efficiency", efficiency.GROUP.tables)):  # fmt: skip
+                         ("efficiency", efficiency.GROUP.tables),
+                         ("efficiency_outliers", efficiency.OUTLIERS_GROUP.tables)):  # fmt: skip
         full = gold_frames(read(SILVER_JOBS), name)
         assert set(full) == {t.full_name for t in tables}
-        for t in tables:  # (the jobs report no peak RSS: no memory fit)
-            assert read(t).count() > 0 or t.name == "memory_per_thread_fit", t.full_name
+        for t in tables:  # (no peak RSS: no memory fit; 24 jobs a site-week: no outlier)
+            empty_ok = ("memory_per_thread_fit", "efficiency_outliers")
+            assert read(t).count() > 0 or t.name in empty_ok, t.full_name
             bad = differences(read(t), full[t.full_name], t).limit(5).collect()
             assert not bad, (t.full_name, bad)
     # The planted speeds come out (whichever model is the reference): EPYC 10/6 x the E5-2630.
@@ -234,7 +239,7 @@ def test_incremental_speed_factors_and_efficiency_equal_the_full_recompute(
     epyc, e5 = "AMD EPYC 7302 16-Core Processor", next(iter(SPEED_MODELS))
     assert factors[epyc] / factors[e5] == pytest.approx(10.0 / 6.0, rel=0.05)
 
-    written = (*sf.TABLES, *efficiency.GROUP.tables)
+    written = (*sf.TABLES, *efficiency.GROUP.tables, *efficiency.OUTLIERS_GROUP.tables)
     versions = {t.full_name: _version(spark, t, local) for t in written}
     assert analyze(spark, local, groups=groups, skip_current=True) == {}
     assert {t.full_name: _version(spark, t, local) for t in written} == versions

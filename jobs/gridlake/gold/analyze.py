@@ -379,9 +379,15 @@ def _analyze_group(
     meta = {FINGERPRINT_KEY: fp}
     by_weeks = {**meta, WEEKS_KEY: [w.isoformat() for w in weeks or ()]}
     counts: dict[str, int] = {}
+    whole = {t.full_name for t in group(name).whole}
     for full_name, df in frames.items():
-        # by weeks: the tables with a week column; a rule table, a history-wide fit: whole
-        weekly = replace_where and any(c.name == "week" for c in tables[full_name].columns)
+        # by weeks: the tables with a week column; a rule table, a history-wide fit, a table
+        # scored from every week's state (``whole``): whole
+        weekly = (
+            replace_where
+            and full_name not in whole
+            and any(c.name == "week" for c in tables[full_name].columns)
+        )
         counts[full_name] = write_gated(
             spark, tables[full_name], df, json.dumps(by_weeks if weekly else meta), run_id,
             settings, checked, replace_where=replace_where if weekly else None,

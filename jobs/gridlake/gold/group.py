@@ -80,3 +80,7 @@ class GoldGroup:
     # group has a ``week`` column, and a week's rows depend only on the silver.jobs rows of that
     # week plus retries). ``analyze`` then replaces just the weeks whose jobs changed.
     build_weeks: Callable[[Inputs, Sequence[date]], dict[str, DataFrame]] | None = None
+    # Tables that ``build_weeks`` still returns whole although they have a ``week`` column
+    # (scored from every week's state, so a changed week can move other weeks' rows): written
+    # whole, not by ``replaceWhere`` on the changed weeks.
+    whole: tuple[Table, ...] = ()

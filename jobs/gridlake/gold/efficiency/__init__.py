@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from gridlake.gold.efficiency.cpu_models import cpu_model_efficiency, cpu_model_efficiency_from
@@ -44,6 +44,7 @@ from gridlake.gold.efficiency.outliers import (
     efficiency_outliers,
     outlier_metrics,
     outlier_rules_frame,
+    outliers_from_metrics,
     site_model_effects,
     two_way_effects,
 )
@@ -70,6 +71,7 @@ from gridlake.gold.efficiency.tables import (
     GOLD_STATE_EFFICIENCY_MODELS,
     GOLD_STATE_EFFICIENCY_TASKS,
     GOLD_STATE_EFFICIENCY_VALUES,
+    GOLD_STATE_OUTLIER_METRICS,
     STATE_TABLES,
     TABLES,
     TABLES_FROM_STATE,
@@ -108,6 +110,7 @@ __all__ = [
     "outlier_metrics",
     "outlier_rules_frame",
     "outliers",
+    "outliers_from_metrics",
     "site_model_effects",
     "tables",
     "two_way_effects",
@@ -140,14 +143,25 @@ def from_state(states: dict[str, DataFrame]) -> dict[str, DataFrame]:
 
 
 def outliers(jobs: DataFrame, rules: DataFrame | None = None) -> dict[str, DataFrame]:
-    """silver.jobs and the outlier rules (DEFAULT_OUTLIER_RULES when None) -> the two tables of
-    the outliers group (full name -> DataFrame, conformed)."""
+    """silver.jobs and the outlier rules (DEFAULT_OUTLIER_RULES when None) -> the three tables
+    of the outliers group (full name -> DataFrame, conformed): the rules, the metrics of every
+    week (gold._state_outlier_metrics) and the outliers scored from them."""
+    metrics = GOLD_STATE_OUTLIER_METRICS.conform(outlier_metrics(jobs)).localCheckpoint(eager=True)
+    return _outliers_from(metrics, metrics, jobs.sparkSession, rules)
+
+
+def _outliers_from(
+    new: DataFrame, every: DataFrame, spark: SparkSession, rules: DataFrame | None
+) -> dict[str, DataFrame]:
+    """The outliers group's tables: ``new`` (metrics rows to write), the outliers scored from
+    ``every`` (the metrics of every week)."""
     if rules is None:
-        rules = outlier_rules_frame(jobs.sparkSession)
+        rules = outlier_rules_frame(spark)
     return {
         GOLD_EFFICIENCY_OUTLIER_RULES.full_name: GOLD_EFFICIENCY_OUTLIER_RULES.conform(rules),
+        GOLD_STATE_OUTLIER_METRICS.full_name: new,
         GOLD_EFFICIENCY_OUTLIERS.full_name: GOLD_EFFICIENCY_OUTLIERS.conform(
-            efficiency_outliers(jobs, rules)
+            outliers_from_metrics(every, rules)
         ),
     }
 
@@ -194,6 +208,25 @@ def _build_outliers(inputs: Inputs) -> dict[str, DataFrame]:
     return outliers(inputs.read(SILVER_JOBS), rules)
 
 
+def _build_outliers_weeks(inputs: Inputs, weeks: Sequence[date]) -> dict[str, DataFrame]:
+    """The metrics of ``weeks`` recomputed from their jobs (their rows of
+    gold._state_outlier_metrics replaced), the other weeks' metrics read back, and every week
+    scored again from the metrics of every week (gold.efficiency_outliers written whole: a
+    changed week moves the own-history baselines of the weeks after it)."""
+    changed = F.col("week").isin(list(weeks))
+    jobs = inputs.read(SILVER_JOBS).where(changed)
+    new = GOLD_STATE_OUTLIER_METRICS.conform(outlier_metrics(jobs)).localCheckpoint(eager=True)
+    # read (and materialised) before the state table is rewritten with the new weeks
+    every = (
+        inputs.read(GOLD_STATE_OUTLIER_METRICS)
+        .where(~changed)
+        .unionByName(new)
+        .localCheckpoint(eager=True)
+    )
+    rules = inputs.rules(GOLD_EFFICIENCY_OUTLIER_RULES, outlier_rules_frame)
+    return _outliers_from(new, every, inputs.spark, rules)
+
+
 GROUP = GoldGroup(
     "efficiency",
     (*STATE_TABLES, *TABLES_FROM_STATE),
@@ -201,13 +234,15 @@ GROUP = GoldGroup(
     build=_build,
     build_weeks=_build_weeks,
 )
-# The outliers score every week against history-wide references (a task's median cost per
-# event over all weeks, the site and CPU-model effects), so a new week re-scores them all: a
-# group of their own, recomputed whole, so that the efficiency group can be incremental.
+# The outliers: each week's metrics from that week's jobs (kept per week), every week scored
+# from them (a week's own-history baseline is its previous weeks'), so the scores are written
+# whole; their own group, as they read no table of the efficiency group.
 OUTLIERS_GROUP = GoldGroup(
     "efficiency_outliers",
-    (GOLD_EFFICIENCY_OUTLIER_RULES, GOLD_EFFICIENCY_OUTLIERS),
+    (GOLD_EFFICIENCY_OUTLIER_RULES, GOLD_STATE_OUTLIER_METRICS, GOLD_EFFICIENCY_OUTLIERS),
     reads=(SILVER_JOBS,),
     build=_build_outliers,
+    build_weeks=_build_outliers_weeks,
+    whole=(GOLD_EFFICIENCY_OUTLIERS,),
     rules=GOLD_EFFICIENCY_OUTLIER_RULES,
 )

@@ -86,66 +86,79 @@ def two_way_effects(
     cells: Sequence[tuple[str, str, float, float]], tol: float = 1e-10, max_rounds: int = 20_000
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Weighted least squares of y ~ a[row] + b[col] over cells (row, col, weight, y), by
-    backfitting to convergence. Returns (a, b); the split of a common constant between them is
-    arbitrary (comparisons between rows, or between columns, are not affected)."""
-    rows = {r for r, _, _, _ in cells}
-    cols = {c for _, c, _, _ in cells}
-    a = dict.fromkeys(rows, 0.0)
-    b = dict.fromkeys(cols, 0.0)
+    backfitting to convergence (numpy: one weighted sum per sweep). Returns (a, b); the split of
+    a common constant between them is arbitrary (comparisons between rows, or between columns,
+    are not affected)."""
+    import numpy as np
 
-    def sweep(target: dict[str, float], other: dict[str, float], own_is_row: bool) -> float:
-        num = dict.fromkeys(target, 0.0)
-        den = dict.fromkeys(target, 0.0)
-        for r, c, w, y in cells:
-            own, oth = (r, c) if own_is_row else (c, r)
-            num[own] += w * (y - other[oth])
-            den[own] += w
-        change = 0.0
-        for k in target:
-            new = num[k] / den[k] if den[k] > 0 else 0.0
-            change = max(change, abs(new - target[k]))
-            target[k] = new
-        return change
+    rows = sorted({r for r, _, _, _ in cells})
+    cols = sorted({c for _, c, _, _ in cells})
+    if not cells:
+        return {}, {}
+    row_at = {r: i for i, r in enumerate(rows)}
+    col_at = {c: i for i, c in enumerate(cols)}
+    ri = np.fromiter((row_at[r] for r, _, _, _ in cells), dtype=np.int64, count=len(cells))
+    ci = np.fromiter((col_at[c] for _, c, _, _ in cells), dtype=np.int64, count=len(cells))
+    w = np.fromiter((w for _, _, w, _ in cells), dtype=np.float64, count=len(cells))
+    y = np.fromiter((y for _, _, _, y in cells), dtype=np.float64, count=len(cells))
+    den_a = np.bincount(ri, weights=w, minlength=len(rows))
+    den_b = np.bincount(ci, weights=w, minlength=len(cols))
+    a = np.zeros(len(rows))
+    b = np.zeros(len(cols))
 
-    sweep(b, a, own_is_row=False)
+    def fit(own: np.ndarray, other: np.ndarray, den: np.ndarray, n: int) -> np.ndarray:
+        num = np.bincount(own, weights=w * (y - other), minlength=n)
+        return np.divide(num, den, out=np.zeros(n), where=den > 0)
+
+    b = fit(ci, a[ri], den_b, len(cols))
     for _ in range(max_rounds):
-        if max(sweep(a, b, own_is_row=True), sweep(b, a, own_is_row=False)) < tol:
+        new_a = fit(ri, b[ci], den_a, len(rows))
+        change_a = float(np.max(np.abs(new_a - a)))
+        a = new_a
+        new_b = fit(ci, a[ri], den_b, len(cols))
+        change_b = float(np.max(np.abs(new_b - b)))
+        b = new_b
+        if max(change_a, change_b) < tol:
             break
-    return a, b
+    return (
+        {r: float(v) for r, v in zip(rows, a, strict=True)},
+        {c: float(v) for c, v in zip(cols, b, strict=True)},
+    )
 
 
 def site_model_effects(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Per job type, ln(HS23 cost per event / task reference) ~ site effect + CPU-model effect.
+    """Per ISO week and job type, ln(HS23 cost per event / task reference) ~ site effect +
+    CPU-model effect.
 
-    ``rel`` has site, _cpu, job_type and _lrel (one row per successful job). Each cell (job
-    type, site, model) is summarised by its median and job count; only that cell table (one row
-    per job type, site and CPU model in the fleet, never the jobs) is collected, and the
-    effects are fitted exactly on the driver (``two_way_effects``, weights = jobs). Returns
-    (site effects _s by site and job_type, model effects _m by _cpu and job_type). Without
-    this, a CPU model installed mostly at a slow site looks slow, and a site with many
-    slow-for-this-workload models looks slow.
+    ``rel`` has week, site, _cpu, job_type and _lrel (one row per successful job). Each cell
+    (week, job type, site, model) is summarised by its median and job count; only that cell
+    table (one row per week, job type, site and CPU model in the fleet, never the jobs) is
+    collected, and the effects are fitted exactly on the driver (``two_way_effects``, weights =
+    jobs), one fit per week and job type. Returns (site effects _s by week, site and job_type,
+    model effects _m by week, _cpu and job_type). Without this, a CPU model installed mostly at
+    a slow site looks slow, and a site with many slow-for-this-workload models looks slow.
     """
     cells = (
         rel.where(F.col("_lrel").isNotNull())
-        .groupBy("job_type", "site", "_cpu")
+        .groupBy("week", "job_type", "site", "_cpu")
         .agg(
             F.count(F.lit(1)).alias("_n"),
             F.percentile_approx("_lrel", 0.5, 10000).alias("_y"),
         )
         .collect()
     )
-    per_type: dict[str, list[tuple[str, str, float, float]]] = {}
+    per_type: dict[tuple, list[tuple[str, str, float, float]]] = {}
     for c in cells:
-        per_type.setdefault(c.job_type, []).append((c.site, c._cpu, float(c._n), c._y))
+        per_type.setdefault((c.week, c.job_type), []).append((c.site, c._cpu, float(c._n), c._y))
     site_rows, model_rows = [], []
-    for job_type, type_cells in per_type.items():
+    for (week, job_type), type_cells in per_type.items():
         a, b = two_way_effects(type_cells)
-        site_rows += [(site, job_type, v) for site, v in a.items()]
-        model_rows += [(model, job_type, v) for model, v in b.items()]
+        site_rows += [(week, site, job_type, v) for site, v in a.items()]
+        model_rows += [(week, model, job_type, v) for model, v in b.items()]
     spark = rel.sparkSession
     return (
-        rows_frame(spark, site_rows, "site string, job_type string, _s double"),
-        rows_frame(spark, model_rows, "_cpu string, job_type string, _m double"),
+        rows_frame(spark, site_rows, "week date, site string, job_type string, _s double"),
+        rows_frame(spark, model_rows, "week date, _cpu string, job_type string, _m double"),
     )
 
 
@@ -155,10 +168,16 @@ def outlier_metrics(jobs: DataFrame) -> DataFrame:
 
     Successful attempts only. cpu_efficiency = sum(cpu) / sum(wall x cores). The
     hs23_seconds_per_event metric is relative, as a ratio of sums: sum(cpu x hs23) / sum(events
-    x expected), where expected is the task's median HS23-seconds per event over all weeks and
-    entities (the job type's when task_id is null), times, for a site, the effect of the job's
-    CPU model, and for a CPU model, the effect of the job's site (``site_model_effects``): a
-    site is compared with the same CPU models elsewhere, a model with the same sites.
+    x expected), where expected is the task's median HS23-seconds per event in the same ISO
+    week over every entity (the job type's when task_id is null), times, for a site, the effect
+    of the job's CPU model, and for a CPU model, the effect of the job's site in that week
+    (``site_model_effects``): a site is compared with the same tasks on the same CPU models
+    elsewhere that week, a model with the same sites.
+
+    Every reference is of the row's own week, so a week's rows depend on that week's jobs
+    alone: they are kept per week (gold._state_outlier_metrics) and an incremental analyze
+    recomputes only the weeks whose jobs changed. (For a task, the hs23 metric is therefore its
+    cost against its own median of the week; the task rules use cpu_efficiency.)
     """
     ok_events = (
         (F.col("events") > 0) & F.col("hs23_per_core").isNotNull() & (F.col("cpu_seconds") > 0)
@@ -175,9 +194,9 @@ def outlier_metrics(jobs: DataFrame) -> DataFrame:
         .withColumn("_cpu", F.coalesce(F.col("cpu_model_norm"), F.col("cpu_model")))
         .withColumn("_x", hs23_per_event)
     )
-    ref = succ.groupBy("_norm_key").agg(F.percentile_approx("_x", 0.5, 10000).alias("_ref"))
+    ref = succ.groupBy("week", "_norm_key").agg(F.percentile_approx("_x", 0.5, 10000).alias("_ref"))
     succ = (
-        succ.join(ref, "_norm_key", "left")
+        succ.join(ref, ["week", "_norm_key"], "left")
         .select(
             "week", "job_type", "site", "_cpu", "task_id", "events", "cpu_seconds",
             "cores_wall_seconds", "hs23_per_core", "_x", "_ref",
@@ -188,8 +207,8 @@ def outlier_metrics(jobs: DataFrame) -> DataFrame:
         .localCheckpoint(eager=True)
     )  # fmt: skip
     site_eff, model_eff = site_model_effects(succ)
-    succ = succ.join(F.broadcast(site_eff), ["site", "job_type"], "left").join(
-        F.broadcast(model_eff), ["_cpu", "job_type"], "left"
+    succ = succ.join(F.broadcast(site_eff), ["week", "site", "job_type"], "left").join(
+        F.broadcast(model_eff), ["week", "_cpu", "job_type"], "left"
     )
     expected = F.col("events") * F.col("_ref")
     entities = F.array(
@@ -347,7 +366,15 @@ def peer_baselines(points: DataFrame, group: Sequence[str]) -> DataFrame:
 
 
 def efficiency_outliers(jobs: DataFrame, rules: DataFrame) -> DataFrame:
-    """silver.jobs + rules -> the flagged rows of every week (history re-scored on each run).
+    """silver.jobs + rules -> the flagged rows of every week: :func:`outliers_from_metrics`
+    of :func:`outlier_metrics`."""
+    return outliers_from_metrics(outlier_metrics(jobs), rules)
+
+
+def outliers_from_metrics(metrics: DataFrame, rules: DataFrame) -> DataFrame:
+    """Rows of :func:`outlier_metrics` (gold._state_outlier_metrics, any set of whole weeks) +
+    rules -> the flagged rows of those weeks (every week re-scored on each run: a rule edit or
+    a changed week moves the baselines of the HISTORY_WEEKS weeks after it).
 
     For each active rule (latest enabled version per rule_id), rows of its entity and metric
     with n_jobs >= min_jobs are scored on the log scale: baseline = median of the peers' values
@@ -363,12 +390,11 @@ def efficiency_outliers(jobs: DataFrame, rules: DataFrame) -> DataFrame:
     1 M jobs took 14 minutes on two cores). A row is kept when it has >=
     min_baseline_points baseline points and its z passes the threshold on the rule's side.
 
-    Runs one small Spark job when called: the (job type, site, CPU model) cell table of
-    ``site_model_effects`` is collected and fitted on the driver.
+    Runs one Spark job when called: the scored rows (one per rule, week, entity and job type)
+    are materialised, since each baseline and the score read them.
     """
     scored = (
-        outlier_metrics(jobs)
-        .join(F.broadcast(_active_rules(rules)), ["entity", "metric"])
+        metrics.join(F.broadcast(_active_rules(rules)), ["entity", "metric"])
         .where((F.col("n_jobs") >= F.col("min_jobs")) & (F.col("value") > 0))
         .withColumn("_log", F.log(F.col("value")))
         .withColumn("_day", F.datediff(F.col("week"), F.lit("1970-01-05").cast("date")))

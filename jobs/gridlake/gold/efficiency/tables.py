@@ -574,6 +574,41 @@ GOLD_STATE_EFFICIENCY_DURATIONS = Table(
     checks=(Check("not_null", "week"), Check("not_null", "failure_mode")),
 )
 
+GOLD_STATE_OUTLIER_METRICS = Table(
+    database="gold",
+    name="_state_outlier_metrics",
+    keys=("week", "entity", "entity_value", "job_type", "metric"),
+    partition_by=("week",),
+    stable_rows=False,
+    question="What does gold.efficiency_outliers score (each entity's metrics per week)?",
+    example=(
+        "SELECT week, entity, count(*) AS n_rows, sum(n_jobs) AS jobs FROM "
+        "gold._state_outlier_metrics GROUP BY week, entity ORDER BY week DESC, entity"
+    ),
+    grain="one row per ISO week, entity, entity_value, job type and metric.",
+    description=(
+        "The metrics gold.efficiency_outliers scores, per site, CPU model and task: CPU "
+        "efficiency (ratio of sums) and HS23-seconds per event relative to the same tasks on "
+        "the same CPU models or sites that week (references of the row's own week only)."
+        + _STATE_NOTE
+    ),
+    columns=(
+        _WEEK,
+        Column("entity", "STRING", "site | cpu_model | task"),
+        Column("entity_value", "STRING", "The site, normalised CPU model or task_id"),
+        _JOB_TYPE,
+        Column("metric", "STRING", "cpu_efficiency | hs23_seconds_per_event"),
+        Column("value", "DOUBLE", "The metric over the entity's successful attempts of the week"),
+        Column("n_jobs", "BIGINT", "Successful attempts behind value"),
+        Column(
+            "log_se",
+            "DOUBLE",
+            "Standard error of ln value over those attempts (ratio-of-sums linearisation)",
+        ),
+    ),
+    checks=(Check("not_null", "week"), Check("not_null", "metric")),
+)
+
 STATE_TABLES: tuple[Table, ...] = (
     GOLD_STATE_EFFICIENCY_TASKS,
     GOLD_STATE_EFFICIENCY_MODELS,
@@ -596,5 +631,6 @@ TABLES: tuple[Table, ...] = (
     *STATE_TABLES,
     *TABLES_FROM_STATE,
     GOLD_EFFICIENCY_OUTLIER_RULES,
+    GOLD_STATE_OUTLIER_METRICS,
     GOLD_EFFICIENCY_OUTLIERS,
 )
