@@ -1,5 +1,6 @@
 """analyze's scheduler of gold groups (pure Python: no Spark): groups side by side, each after
-the groups it reads, and a failure that stops what has not started."""
+the groups it reads, and a failure that stops what has not started; the run's memo, which the
+groups running side by side share (silver.jobs' changed weeks read once per run)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 
 import pytest
 
-from gridlake.gold.analyze import DEPENDS_ON, GROUPS, _run_groups
+from gridlake.gold.analyze import DEPENDS_ON, GROUPS, Memo, _run_groups
 
 
 def _recorder(fail: str | None = None, hold: dict[str, threading.Event] | None = None):
@@ -69,3 +70,29 @@ def test_a_failure_starts_nothing_more_and_is_raised():
     started = [n for k, n in events if k == "start"]
     assert started == names[: names.index("speed_factors") + 1]
     assert ("start", "cost") not in events
+
+
+def test_the_memo_computes_a_key_once_while_groups_ask_side_by_side():
+    memo = Memo()
+    calls: list[tuple] = []
+    started = threading.Event()
+
+    def compute(key: tuple):
+        def run():
+            calls.append(key)
+            started.set()
+            time.sleep(0.2)  # the second group asks while the first computes
+            return [key[1]]
+
+        return run
+
+    got: list = []
+    first = threading.Thread(target=lambda: got.append(memo.get(("w", 1), compute(("w", 1)))))
+    first.start()
+    assert started.wait(5)
+    second = memo.get(("w", 1), compute(("w", 1)))  # waits for the first, computes nothing
+    first.join(5)
+    assert got == [[1]] and second == [1]
+    assert calls == [("w", 1)]
+    assert memo.get(("w", 2), compute(("w", 2))) == [2]  # another key: computed
+    assert calls == [("w", 1), ("w", 2)]

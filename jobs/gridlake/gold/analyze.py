@@ -31,6 +31,7 @@ added to it (an upgrade reaches existing instances) unless the operator's own ve
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, date, datetime
@@ -294,6 +295,7 @@ def analyze(
     if unknown:
         raise ValueError(f"unknown gold groups {unknown}; one of {', '.join(GROUPS)}")
     checked: list[tuple] = []  # the gate's outcomes, appended in one commit at the end
+    memo = Memo()  # the changed weeks of silver.jobs between two versions: read once per run
     names = list(groups or GROUPS)
     # every table the run writes or reads exists, empty until its data suffices: ensured at
     # once (one metastore listing per database, the tables checked side by side)
@@ -307,7 +309,9 @@ def analyze(
                 names,
                 lambda name: _timed_group(
                     name,
-                    lambda: _analyze_group(spark, name, settings, skip_current, checked, ensured),
+                    lambda: _analyze_group(
+                        spark, name, settings, skip_current, checked, ensured, memo
+                    ),
                     timings,
                 ),
                 settings.analyze_workers,
@@ -340,9 +344,11 @@ def _analyze_group(
     skip_current: bool,
     checked: list[tuple],
     ensured: frozenset[str] = frozenset(),
+    memo: Memo | None = None,
 ) -> dict[str, int]:
     """One group of :func:`analyze`: rows per table written ({} when skipped as current).
-    ``ensured``: the tables the caller ensured (its own tables and inputs, else ensured here)."""
+    ``ensured``: the tables the caller ensured (its own tables and inputs, else ensured here);
+    ``memo``: the run's :class:`Memo` (the changed weeks, shared by the groups)."""
     import json
 
     tables = {t.full_name: t for t in group_tables(name)}
@@ -355,7 +361,7 @@ def _analyze_group(
         log.warning("gold group %s is current (inputs unchanged): not recomputed", name)
         return {}
     weeks = (
-        changed_weeks(spark, name, last.pop() if len(last) == 1 else None, fp, settings)
+        changed_weeks(spark, name, last.pop() if len(last) == 1 else None, fp, settings, memo)
         if skip_current
         else None
     )
@@ -401,8 +407,31 @@ WEEKS_KEY = "gridlake.analyze.weeks"
 ROWS_KEY = "gridlake.analyze.rows"
 
 
+class Memo:
+    """Values computed once per analyze run and shared by its groups (threads): the first to
+    ask for a key computes it, one asking meanwhile waits for it rather than computing it too."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key_locks: dict[tuple, threading.Lock] = {}
+        self._values: dict[tuple, object] = {}
+
+    def get(self, key: tuple, compute: Callable[[], object]) -> object:
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            if key not in self._values:
+                self._values[key] = compute()
+            return self._values[key]
+
+
 def changed_weeks(
-    spark: SparkSession, name: str, last: str | None, now: str, settings: Settings
+    spark: SparkSession,
+    name: str,
+    last: str | None,
+    now: str,
+    settings: Settings,
+    memo: Memo | None = None,
 ) -> list[date] | None:
     """The ISO weeks whose gold rows can differ between the group's last write (fingerprint
     ``last``) and its inputs now (fingerprint ``now``); None when that cannot be told from the
@@ -416,10 +445,9 @@ def changed_weeks(
     of the jobs those rows name as ``retry_of`` (a retry arriving weeks later changes its
     original's week: the retry waste). A version that changed no row (a property, OPTIMIZE)
     gives no week: nothing is rewritten, the group's fingerprint stays the last one written.
+    With ``memo`` the weeks between two versions are read once per run, whichever groups ask.
     """
     import json
-
-    from pyspark.sql import functions as F
 
     from gridlake.silver.tables import SILVER_JOBS
 
@@ -442,6 +470,22 @@ def changed_weeks(
     if until == since:
         return []
     path = SILVER_JOBS.path(settings)
+    weeks = (memo or Memo()).get(
+        ("changed_weeks", path, since, until),
+        lambda: _weeks_changed(spark, path, since, until, jobs_name),
+    )
+    if weeks is None:
+        log.warning("gold group %s: recomputed whole", name)
+    return weeks  # type: ignore[return-value]
+
+
+def _weeks_changed(
+    spark: SparkSession, path: str, since: int, until: int, jobs_name: str
+) -> list[date] | None:
+    """The weeks of :func:`changed_weeks` between versions ``since`` (excluded) and ``until``
+    of silver.jobs at ``path``; None when its change data feed is not readable."""
+    from pyspark.sql import functions as F
+
     try:
         changes = (
             spark.read.format("delta").option("readChangeFeed", "true")
@@ -458,8 +502,8 @@ def changed_weeks(
         rows = changes.select("week").union(originals).distinct().collect()  # one row per week
     except Exception as error:  # any failure: the whole group is recomputed
         reason = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
-        log.warning("gold group %s: changes of %s v%d..v%d not readable (%s): recomputed whole",
-                    name, jobs_name, since + 1, until, reason)  # fmt: skip
+        log.warning("changes of %s v%d..v%d not readable (%s)", jobs_name, since + 1, until,
+                    reason)  # fmt: skip
         return None
     return sorted(r.week for r in rows if r.week is not None)
 

@@ -152,7 +152,9 @@ def site_model_effects(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
         per_type.setdefault((c.week, c.job_type), []).append((c.site, c._cpu, float(c._n), c._y))
     site_rows, model_rows = [], []
     for (week, job_type), type_cells in per_type.items():
-        a, b = two_way_effects(type_cells)
+        # sorted: the sums of the fit in one order whatever order the cells were collected in
+        # (floating-point sums in another order differ in the last bits; a rerun is identical)
+        a, b = two_way_effects(sorted(type_cells))
         site_rows += [(week, site, job_type, v) for site, v in a.items()]
         model_rows += [(week, model, job_type, v) for model, v in b.items()]
     spark = rel.sparkSession
