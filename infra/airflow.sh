@@ -4,8 +4,9 @@
 #              the lock first when it is missing or its spec line differs from AIRFLOW_SPEC below)
 #   init       install, then `airflow db migrate` of the SQLite metadata DB (once per lock: a stamp
 #              holding the lock's hash skips it, so a new lock migrates every instance again)
-#   dags-test  init, then `airflow dags test DAG DATE` (DATE defaults to today, UTC); exits non-zero
-#              when the run does not end in state "success"
+#   dags-test  init, then `airflow dags test DAG DATE [CONF]` (DATE defaults to today, UTC; CONF, a
+#              JSON object, the run's params, e.g. '{"full": true}' for grid_analytics); exits
+#              non-zero when the run does not end in state "success"
 #   start      a scheduled Airflow on 127.0.0.1: the components of `airflow standalone` (scheduler
 #              with the LocalExecutor, DAG processor, triggerer, API server and UI), each started
 #              on its own so that no log server is started (see "Log servers" below); unpauses
@@ -175,12 +176,14 @@ init() {
 
 # --- dags-test ---------------------------------------------------------------------------------
 dags_test() {
-  local dag="${1:?usage: airflow.sh dags-test DAG [DATE]}" date="${2:-$(date -u +%Y-%m-%d)}"
+  local dag="${1:?usage: airflow.sh dags-test DAG [DATE] [CONF]}" date="${2:-$(date -u +%Y-%m-%d)}"
+  local conf=()
+  [ -n "${3:-}" ] && conf=(--conf "$3")
   init
   airflow_env
   local out="$GRIDLAKE_LOGS/airflow-dags-test-$dag.log" rc=0 state
-  log "airflow: dags test $dag $date (GRIDLAKE_CLI=$GRIDLAKE_CLI; output also in $out)"
-  "$VENV/bin/airflow" dags test "$dag" "$date" 2>&1 | tee "$out" || rc=$?
+  log "airflow: dags test $dag $date ${3:+$3 }(GRIDLAKE_CLI=$GRIDLAKE_CLI; output also in $out)"
+  "$VENV/bin/airflow" dags test "${conf[@]}" "$dag" "$date" 2>&1 | tee "$out" || rc=$?
   # Airflow 3.3.2 exits 1 ("DagRun failed") when the run ends failed, after the retries. Belt and
   # braces against a future change: a run logged as finished in any state but success fails too.
   state="$(grep -oE 'DagRun Finished: .* state=[a-z_]+' "$out" | tail -n1 | grep -oE '[a-z_]+$' || true)"
@@ -312,5 +315,5 @@ case "${1:-status}" in
   status) status ;;
   run) shift; init; airflow_cmd "$@" ;;
   python) shift; install; airflow_env; exec "$VENV/bin/python" "$@" ;;
-  *) die "usage: airflow.sh install|init|dags-test DAG [DATE]|start|stop|status|login|run ARGS...|python FILE ARGS..." ;;
+  *) die "usage: airflow.sh install|init|dags-test DAG [DATE] [CONF]|start|stop|status|login|run ARGS...|python FILE ARGS..." ;;
 esac

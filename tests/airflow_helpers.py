@@ -45,9 +45,13 @@ def task_states(dag_id: str, run_id: str) -> dict[str, str]:
     return {row["task_id"]: row["state"] for row in json.loads(line)}
 
 
-def dags_test(dag_id: str, day: str, timeout: float = 3600) -> tuple[str, str]:
-    """`airflow dags test` of a DAG with the real CLI: (run_id, output); fails unless success."""
-    result = airflow_sh("dags-test", dag_id, day, env=REAL_CLI, timeout=timeout)
+def dags_test(
+    dag_id: str, day: str, timeout: float = 3600, conf: dict | None = None
+) -> tuple[str, str]:
+    """`airflow dags test` of a DAG with the real CLI (``conf``: the run's params): (run_id,
+    output); fails unless success."""
+    extra = (json.dumps(conf),) if conf else ()
+    result = airflow_sh("dags-test", dag_id, day, *extra, env=REAL_CLI, timeout=timeout)
     run_id, state = finished_run(result.stdout)
     assert result.returncode == 0 and state == "success", result.stdout[-6000:]
     return run_id, result.stdout

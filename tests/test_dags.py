@@ -153,13 +153,21 @@ def test_grid_ingest_refines_each_input_and_publishes_its_silver_tables(report):
     assert "gridlake://silver/jobs" in tasks["refine_jobs"]["outlets"]
 
 
+def analyze_command(task: dict, full: bool) -> str:
+    """A grid_analytics task's command as Airflow renders it for a run with the param full."""
+    import jinja2
+
+    return jinja2.Template(task["bash_command"]).render(params={"full": full})
+
+
 def test_grid_analytics_has_one_task_per_gold_group(report):
     tasks = tasks_of(report, "grid_analytics")
     groups = manifest()["gold_groups"]
     assert sorted(tasks) == sorted(f"analyze_{g['group']}" for g in groups)
     for g in groups:
         task = tasks[f"analyze_{g['group']}"]
-        assert task["bash_command"] == f"{CLI} analyze --only {g['group']}"
+        assert analyze_command(task, full=False) == f"{CLI} analyze --only {g['group']}"
+        assert analyze_command(task, full=True) == f"{CLI} analyze --only {g['group']} --full"
         assert task["outlets"] == sorted(f"gridlake://{t.replace('.', '/')}" for t in g["writes"])
         assert task["upstream"] == sorted(f"analyze_{a}" for a in g["after"])
         assert (task["priority_weight"], task["weight_rule"]) == (g["priority"], "absolute")
@@ -208,7 +216,7 @@ def test_a_new_gold_group_needs_no_dag_edit(tmp_path):
     tasks = tasks_of(dag_report(tmp_path, dags), "grid_analytics")
     assert tasks["analyze_planted"]["upstream"] == ["analyze_network", "analyze_site_efficiency"]
     assert tasks["analyze_planted"]["outlets"] == ["gridlake://gold/planted"]
-    assert tasks["analyze_planted"]["bash_command"] == f"{CLI} analyze --only planted"
+    assert analyze_command(tasks["analyze_planted"], full=False) == f"{CLI} analyze --only planted"
     assert tasks["analyze_planted"]["priority_weight"] == 0
 
 

@@ -2,11 +2,12 @@
 
 A small simulated grid (6 sites with every planted effect, ISO weeks 2026-W45 to W47) is
 published to the test instance's Kafka; then, through Airflow exactly as in production:
-grid_ingest (Kafka -> bronze -> silver), grid_analytics (gold), grid_weekly_site_reports for W47,
-grid_maintenance; grid_analytics again (identical Delta contents); and a scheduled Airflow
-(scheduler, DAG processor, triggerer, API server: infra/airflow.sh start) that backfills three
-weeks of reports (three sets; W47's identical to the first run's) while nothing of it listens
-beyond 127.0.0.1. The rendered PDF of one site report is checked page by page (pdftoppm).
+grid_ingest (Kafka -> bronze -> silver), grid_analytics (gold), grid_analytics again (nothing
+committed), then with the param full (identical Delta contents), grid_weekly_site_reports for
+W47, grid_maintenance; and a scheduled Airflow (scheduler, DAG processor, triggerer, API server:
+infra/airflow.sh start) that backfills three weeks of reports (three sets; W47's identical to the
+first run's) while nothing of it listens beyond 127.0.0.1. The rendered PDF of one site report is
+checked page by page (pdftoppm).
 """
 
 from __future__ import annotations
@@ -139,8 +140,15 @@ def test_grid_analytics_builds_every_group(analytics, spark):
 
 
 def test_grid_analytics_twice_gives_identical_tables(analytics, spark):
+    """Again with nothing changed: every group current, nothing committed. Then with the param
+    ``full``: every group recomputed whole from silver, and the same rows in every table."""
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
     before = gold_versions(spark)
-    dags_test("grid_analytics", datetime.now(UTC).strftime("%Y-%m-%d"))
+    _run_id, out = dags_test("grid_analytics", today)
+    assert gold_versions(spark) == before, "a rerun on unchanged silver committed to gold"
+    assert "--full" not in out
+    _run_id, out = dags_test("grid_analytics", today, conf={"full": True})
+    assert "analyze --only site_efficiency --full" in out
     after = gold_versions(spark)
     from gridlake.gold.analyze import gold_tables
 
