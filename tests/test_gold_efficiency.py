@@ -382,8 +382,12 @@ def test_job_length_advice_estimates_init_and_hazard(spark) -> None:
     assert r.optimal_hours == pytest.approx(t_opt, rel=1e-6)
     assert r.expected_useful_fraction == pytest.approx(_u(t_opt, init_h, h), rel=1e-6)
     # 17 successful walls: 3600..21600 step 3000 (A), 7200, 13200, 19200 (B), 6000, 7000 (C)
-    # and 5 x 8000 (E): the 9th is 8000
-    current = (8000 - init) / 3600
+    # and 5 x 8000 (E): the 9th is 8000, as the state keeps it (rounded on the log scale)
+    from gridlake.gold.efficiency.state import LOG_STEP
+
+    median = math.exp(round(math.log(8000) / LOG_STEP) * LOG_STEP)
+    assert abs(median / 8000 - 1) <= LOG_STEP / 2
+    current = (median - init) / 3600
     assert r.current_median_hours == pytest.approx(current)
     assert r.current_useful_fraction == pytest.approx(_u(current, init_h, h), rel=1e-9)
     # end_time spans exactly 7 days; every job has 1 core
@@ -601,9 +605,9 @@ def test_cpu_model_efficiency_percentiles_per_event(spark) -> None:
         5,
     )
     assert h.cpu_efficiency == pytest.approx((100 * sum(per_event) + 1000 + 50) / (7 * 2000))
-    # per-event values are kept rounded to 0.1 % on the log scale (within 0.05 %), so that
-    # the weeks' value counts add up: nearest-rank percentiles of the rounded values
-    rel = 5e-4
+    # per-event values are kept rounded to 1 % on the log scale (within 0.5 %), so that the
+    # weeks' value counts add up: nearest-rank percentiles of the rounded values
+    rel = 5e-3
     assert h.median_cpu_seconds_per_event == pytest.approx(3.0, rel=rel)
     assert h.p90_cpu_seconds_per_event == pytest.approx(10.0, rel=rel)  # 4.0 covers only 80%
     assert h.median_hs23_seconds_per_event == pytest.approx(36.0, rel=rel)
@@ -630,8 +634,8 @@ def test_percentiles_over_weeks_are_the_nearest_rank_of_every_job(spark) -> None
         return sorted(values)[math.ceil(p * len(values)) - 1]
 
     (r,) = cpu_model_efficiency(df).collect()
-    assert r.median_cpu_seconds_per_event == pytest.approx(nearest_rank(per_event, 0.5), rel=5e-4)
-    assert r.p90_cpu_seconds_per_event == pytest.approx(nearest_rank(per_event, 0.9), rel=5e-4)
+    assert r.median_cpu_seconds_per_event == pytest.approx(nearest_rank(per_event, 0.5), rel=5e-3)
+    assert r.p90_cpu_seconds_per_event == pytest.approx(nearest_rank(per_event, 0.9), rel=5e-3)
     (a,) = job_length_advice(df).collect()
     assert a.n_jobs == len(walls)  # the weeks' attempts added up
     from gridlake.gold.efficiency.state import rank_percentiles, values_state
@@ -639,7 +643,7 @@ def test_percentiles_over_weeks_are_the_nearest_rank_of_every_job(spark) -> None
     (m,) = rank_percentiles(
         values_state(df).where("measure = 'success_wall_seconds'"), ["job_type"], {"m": 0.5}
     ).collect()
-    assert m.m == nearest_rank(walls, 0.5)  # the wall-clock is kept exact
+    assert m.m == pytest.approx(nearest_rank(walls, 0.5), rel=5e-3)  # rounded like the rest
 
 
 # --------------------------------------------------------------------------------------------

@@ -209,9 +209,15 @@ def test_incremental_speed_factors_and_efficiency_equal_the_full_recompute(
     moved.update(end_time="2026-11-25T10:10:00Z", start_time="2026-11-25T08:10:00Z",
                  submit_time="2026-11-25T08:00:00Z", task_id="d-t1")  # fmt: skip
     assert moved["job_id"].startswith("c-")
+    # a week-48 attempt retrying a week-45 job: these groups never read retry_of (only the
+    # retry waste of site_efficiency does), so week 45 is not recomputed
+    retry = json.loads(records[-2])
+    retry.update(job_id="retry", retry_of=json.loads(records[0])["job_id"])
+    assert retry["end_time"] > "2026-11-23" and retry["retry_of"].startswith("a-")
     _batch(spark, local, 1, [(json.dumps(late), 1000, T0 + timedelta(hours=1)),
                              (json.dumps(moved), 1001, T0 + timedelta(hours=1)),
-                             (records[-1], 1002, T0 + timedelta(hours=1))])  # fmt: skip
+                             (records[-1], 1002, T0 + timedelta(hours=1)),
+                             (json.dumps(retry), 1003, T0 + timedelta(hours=1))])  # fmt: skip
     again = analyze(spark, local, groups=groups, skip_current=True)
     states = (state, sf.GOLD_STATE_SPEED_MODELS, *efficiency.STATE_TABLES,
               efficiency.GOLD_STATE_OUTLIER_METRICS)  # fmt: skip

@@ -2,10 +2,13 @@
 
 A full run (``gridlake analyze --full``) overwrites every table from silver, so a rerun gives the
 same table and a changed rule table re-scores all of history. The incremental run (the default,
-and Airflow's) skips a group whose inputs did not change and replaces only the ISO weeks whose
-jobs changed in a group of weekly tables (``site_efficiency``); the other groups are recomputed
-whole when an input changed (their history-wide fits are not incremental yet). Incremental and
-full give the same tables (tests/test_incremental_gold.py). Groups and what they read:
+and Airflow's) skips a group whose inputs did not change; a group with ``build_weeks``
+(site_efficiency, efficiency, efficiency_outliers, speed_factors) recomputes only the ISO weeks
+whose jobs changed (with their retried originals' weeks where the group reads ``retry_of``),
+replaces those weeks' rows of its weekly and ``gold._state_*`` tables and rebuilds its
+history-wide tables from every week's state; the other groups are recomputed whole when an
+input changed. Incremental and full give the same tables (tests/test_incremental_gold.py).
+Groups and what they read:
 
 - ``site_efficiency``: silver.jobs (+ gold.failure_cause_rules) -> gold.site_efficiency_weekly,
   site_jobtype_efficiency_weekly, site_failure_modes_weekly, failure_causes_weekly
@@ -441,8 +444,9 @@ def changed_weeks(
     its log or change files cleaned up).
 
     The weeks are those of every row silver.jobs' change data feed holds between the two
-    versions (pre- and post-images: a job moved to another week touches both), plus the weeks
-    of the jobs those rows name as ``retry_of`` (a retry arriving weeks later changes its
+    versions (pre- and post-images: a job moved to another week touches both), plus, for a
+    group whose weeks depend on their attempts' retries (``GoldGroup.retries``), the weeks of
+    the jobs those rows name as ``retry_of`` (a retry arriving weeks later changes its
     original's week: the retry waste). A version that changed no row (a property, OPTIMIZE)
     gives no week: nothing is rewritten, the group's fingerprint stays the last one written.
     With ``memo`` the weeks between two versions are read once per run, whichever groups ask.
@@ -471,8 +475,8 @@ def changed_weeks(
         return []
     path = SILVER_JOBS.path(settings)
     weeks = (memo or Memo()).get(
-        ("changed_weeks", path, since, until),
-        lambda: _weeks_changed(spark, path, since, until, jobs_name),
+        ("changed_weeks", path, since, until, g.retries),
+        lambda: _weeks_changed(spark, path, since, until, jobs_name, g.retries),
     )
     if weeks is None:
         log.warning("gold group %s: recomputed whole", name)
@@ -480,10 +484,11 @@ def changed_weeks(
 
 
 def _weeks_changed(
-    spark: SparkSession, path: str, since: int, until: int, jobs_name: str
+    spark: SparkSession, path: str, since: int, until: int, jobs_name: str, retries: bool
 ) -> list[date] | None:
     """The weeks of :func:`changed_weeks` between versions ``since`` (excluded) and ``until``
-    of silver.jobs at ``path``; None when its change data feed is not readable."""
+    of silver.jobs at ``path`` (with ``retries``, the retried originals' weeks too); None when
+    its change data feed is not readable."""
     from pyspark.sql import functions as F
 
     try:
@@ -492,14 +497,16 @@ def _weeks_changed(
             .option("startingVersion", since + 1).option("endingVersion", until)
             .load(path).select("week", "retry_of")
         )  # fmt: skip
-        retried = changes.where(F.col("retry_of").isNotNull()).select(
-            F.col("retry_of").alias("job_id")
-        )
-        originals = (
-            spark.read.format("delta").option("versionAsOf", until).load(path)
-            .join(retried.distinct(), "job_id", "left_semi").select("week")
-        )  # fmt: skip
-        rows = changes.select("week").union(originals).distinct().collect()  # one row per week
+        weeks = changes.select("week")
+        if retries:
+            retried = changes.where(F.col("retry_of").isNotNull()).select(
+                F.col("retry_of").alias("job_id")
+            )
+            weeks = weeks.union(
+                spark.read.format("delta").option("versionAsOf", until).load(path)
+                .join(retried.distinct(), "job_id", "left_semi").select("week")
+            )  # fmt: skip
+        rows = weeks.distinct().collect()  # one row per week
     except Exception as error:  # any failure: the whole group is recomputed
         reason = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
         log.warning("changes of %s v%d..v%d not readable (%s)", jobs_name, since + 1, until,

@@ -78,8 +78,14 @@ class GoldGroup:
     rules: Table | None = None
     # Incremental analyze: the group's tables restricted to some ISO weeks (every table of the
     # group has a ``week`` column, and a week's rows depend only on the silver.jobs rows of that
-    # week plus retries). ``analyze`` then replaces just the weeks whose jobs changed.
+    # week, plus its attempts' retries where ``retries``). ``analyze`` then replaces just the
+    # weeks whose jobs changed.
     build_weeks: Callable[[Inputs, Sequence[date]], dict[str, DataFrame]] | None = None
+    # A week's rows also depend on the later attempts that retry its jobs (``retry_of``: the
+    # retry waste), so a new retry changes its original's week too. Groups that never read
+    # ``retry_of`` leave it False: a Monday's retries of Sunday's jobs then recompute one week
+    # of theirs, not two.
+    retries: bool = False
     # Tables that ``build_weeks`` still returns whole although they have a ``week`` column
     # (scored from every week's state, so a changed week can move other weeks' rows): written
     # whole, not by ``replaceWhere`` on the changed weeks.

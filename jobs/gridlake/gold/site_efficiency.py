@@ -350,4 +350,5 @@ GROUP = GoldGroup(
     build=_build,
     build_weeks=_build_weeks,
     rules=GOLD_FAILURE_CAUSE_RULES,
+    retries=True,
 )

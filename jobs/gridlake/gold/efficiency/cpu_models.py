@@ -29,7 +29,7 @@ def cpu_model_efficiency(jobs: DataFrame) -> DataFrame:
 def cpu_model_efficiency_from(models: DataFrame, values: DataFrame) -> DataFrame:
     """The state of any set of weeks (gold._state_efficiency_models and _values rows) -> one row
     per (microarchitecture, cpu_model_norm, job_type) over those weeks. Percentiles are
-    nearest-rank over the values as the state keeps them (per event: rounded within 0.05 %)."""
+    nearest-rank over the values as the state keeps them (per event: rounded within 0.5 %)."""
     sums = models.groupBy(*KEYS).agg(
         F.sum("jobs").alias("jobs"),
         (F.sum("cores_wall_seconds") / 3600.0).alias("core_hours"),

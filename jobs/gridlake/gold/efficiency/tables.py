@@ -40,7 +40,7 @@ GOLD_CPU_MODEL_EFFICIENCY = Table(
             "median_cpu_seconds_per_event",
             "DOUBLE",
             "Median of cpu_seconds / events over successful attempts with events > 0 "
-            "(exact over the values rounded to 0.1 % on the log scale: within 0.05 %)",
+            "(exact over the values rounded to 1 % on the log scale: within 0.5 %)",
         ),
         Column(
             "p90_cpu_seconds_per_event",
@@ -513,9 +513,9 @@ GOLD_STATE_EFFICIENCY_VALUES = Table(
     ),
     description=(
         "How many attempts had each value, for the percentiles of gold.cpu_model_efficiency "
-        "(cpu_seconds_per_event and hs23_seconds_per_event, rounded to a step of 0.001 on the "
-        "log scale: within 0.05 %) and the median wall-clock of gold.job_length_advice "
-        "(success_wall_seconds, exact). A percentile over these counts is the exact percentile "
+        "(cpu_seconds_per_event and hs23_seconds_per_event) and the median wall-clock of "
+        "gold.job_length_advice (success_wall_seconds), each value rounded to a step of 0.01 on "
+        "the log scale (within 0.5 %). A percentile over these counts is the exact percentile "
         "of the rounded values, however many weeks are added up." + _STATE_NOTE
     ),
     columns=(
