@@ -9,7 +9,7 @@ CREATE OR REPLACE VIEW grid.cpu_model_efficiency (
   `cpu_hours` COMMENT 'sum(cpu_seconds) / 3600',
   `cpu_efficiency` COMMENT 'cpu_hours / core_hours (ratio of sums)',
   `jobs_with_events` COMMENT 'Successful attempts with events > 0',
-  `median_cpu_seconds_per_event` COMMENT 'Median of cpu_seconds / events over successful attempts with events > 0 (exact over the values rounded to 0.1 % on the log scale: within 0.05 %)',
+  `median_cpu_seconds_per_event` COMMENT 'Median of cpu_seconds / events over successful attempts with events > 0 (exact over the values rounded to 1 % on the log scale: within 0.5 %)',
   `p90_cpu_seconds_per_event` COMMENT '90th percentile of cpu_seconds / events, same attempts (same rounding)',
   `median_hs23_seconds_per_event` COMMENT 'Median of cpu_seconds x hs23_per_core / events (HS23-normalised CPU seconds per event), same attempts with a known HS23 (same rounding)'
 )
