@@ -1150,6 +1150,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.get("GRIDLAKE_BENCH_RESULTS")  # a child run of the cluster stage
         or settings.home / "bench-results" / f"results-{args.scale}.json"
     )
+    # a service an interrupted bench left running holds the wiped state's secrets (a new
+    # password would then be refused by the old server): stopped first, by its PID file
+    for name in sorted({n for needs in NEEDS.values() for n in needs}, reverse=True):
+        with contextlib.suppress(subprocess.CalledProcessError):
+            _infra(f"{name}.sh", "stop")
     shutil.rmtree(settings.state, ignore_errors=True)
     settings.state.mkdir(parents=True, exist_ok=True)
     scale = SCALES[args.scale]
