@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from gridlake.gold.analyze import DEPENDS_ON, GROUPS, Memo, _run_groups
+from gridlake.gold.analyze import DEPENDS_ON, GROUPS, Memo, _run_groups, chain_costs, group
 
 
 def _recorder(fail: str | None = None, hold: dict[str, threading.Event] | None = None):
@@ -45,8 +45,10 @@ def test_every_group_runs_once_after_the_groups_it_reads():
 
 
 def test_two_independent_groups_run_side_by_side():
-    # the first group waits until the second has started: only concurrency lets it finish
-    a, b = GROUPS[0], GROUPS[1]
+    # the group started first waits until the other has started: only concurrency lets it
+    # finish (a, the costlier of the two, starts first even with one worker)
+    a, b = "efficiency", "site_efficiency"
+    assert chain_costs([a, b], {n: group(n).weight for n in (a, b)})[a] > group(b).weight
     started_b = threading.Event()
     run, _events = _recorder(hold={a: started_b})
 
@@ -62,14 +64,37 @@ def test_two_independent_groups_run_side_by_side():
 
 
 def test_a_failure_starts_nothing_more_and_is_raised():
-    # speed_factors fails: cost (which reads it) never starts; the groups before it ran
+    # speed_factors fails: cost (which reads it) never starts, nor does any group after it
     run, events = _recorder(fail="speed_factors")
     names = list(GROUPS)
     with pytest.raises(RuntimeError, match="planted failure in speed_factors"):
         list(_run_groups(names, run, workers=1))
     started = [n for k, n in events if k == "start"]
-    assert started == names[: names.index("speed_factors") + 1]
+    assert started[-1] == "speed_factors" and len(started) < len(names)
+    assert [n for k, n in events if k == "end"] == started[:-1]  # one at a time, none after
     assert ("start", "cost") not in events
+
+
+def test_the_costliest_chain_starts_first():
+    # one worker: the start order is the scheduler's choice alone
+    names = ["site_efficiency", "efficiency_outliers", "efficiency", "speed_factors"]
+    run, events = _recorder()
+    list(_run_groups(names, run, workers=1, weights={"site_efficiency": 287,
+         "efficiency_outliers": 190, "efficiency": 625, "speed_factors": 348}))  # fmt: skip
+    assert [n for k, n in events if k == "start"] == [
+        "efficiency", "speed_factors", "site_efficiency", "efficiency_outliers"]  # fmt: skip
+    # a light group that a heavy one reads goes before a heavier group nothing waits on:
+    # cost (10) reads io_signatures (1), so io_signatures' chain is 11 against ipc's 5
+    assert "io_signatures" in DEPENDS_ON["cost"] and "ipc" not in DEPENDS_ON["cost"]
+    names = ["ipc", "io_signatures", "cost"]
+    run, events = _recorder()
+    list(_run_groups(names, run, workers=1, weights={"ipc": 5, "io_signatures": 1, "cost": 10}))
+    # (then cost, ready and costlier than ipc)
+    assert [n for k, n in events if k == "start"] == ["io_signatures", "cost", "ipc"]
+    # equal chains: names' order
+    run, events = _recorder()
+    list(_run_groups(["ipc", "network"], run, workers=1, weights={"ipc": 1, "network": 1}))
+    assert [n for k, n in events if k == "start"] == ["ipc", "network"]
 
 
 def test_the_memo_computes_a_key_once_while_groups_ask_side_by_side():

@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime
 
 from pyspark.sql import DataFrame, SparkSession
@@ -515,18 +515,38 @@ def _weeks_changed(
     return sorted(r.week for r in rows if r.week is not None)
 
 
+def chain_costs(names: Sequence[str], weights: Mapping[str, float]) -> dict[str, float]:
+    """Each group's cost chain among ``names``: its weight plus the costliest chain of the
+    groups in ``names`` that read it (``DEPENDS_ON``), the work that cannot start before it ends."""
+    chains: dict[str, float] = {}
+
+    def chain(name: str) -> float:
+        if name not in chains:
+            readers = [g for g in names if name in DEPENDS_ON.get(g, ())]
+            chains[name] = weights[name] + max((chain(g) for g in readers), default=0.0)
+        return chains[name]
+
+    return {name: chain(name) for name in names}
+
+
 def _run_groups(
-    names: list[str], run: Callable[[str], dict[str, int]], workers: int
+    names: list[str],
+    run: Callable[[str], dict[str, int]],
+    workers: int,
+    weights: Mapping[str, float] | None = None,
 ) -> Iterator[tuple[str, dict[str, int]]]:
     """Run ``run(name)`` for every group, up to ``workers`` at once in threads of the one Spark
     session (Spark schedules their jobs side by side; a small group's driver-side work, Delta
     log reads and commits overlaps another's tasks). A group starts once every group it reads
-    (``DEPENDS_ON``) that is also in ``names`` has finished; groups are started in ``names``'
-    order. Yields (name, counts) as groups finish. After a failure no group starts; the groups
-    running finish, and the first failure is raised."""
+    (``DEPENDS_ON``) that is also in ``names`` has finished; of the groups ready, the one with
+    the costliest chain starts first (:func:`chain_costs` of the groups' ``weight``, or of
+    ``weights``), ties in ``names``' order: the long groups do not wait for a free worker at
+    the end while the short ones ran first. Yields (name, counts) as groups finish. After a
+    failure no group starts; the groups running finish, and the first failure is raised."""
     from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-    pending = list(names)
+    chains = chain_costs(names, weights or {n: group(n).weight for n in names})
+    pending = sorted(names, key=lambda n: -chains[n])  # stable: ties keep names' order
     done: set[str] = set()
     running: dict[Future, str] = {}
     failure: BaseException | None = None

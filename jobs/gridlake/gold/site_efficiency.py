@@ -351,4 +351,5 @@ GROUP = GoldGroup(
     build_weeks=_build_weeks,
     rules=GOLD_FAILURE_CAUSE_RULES,
     retries=True,
+    weight=287,
 )

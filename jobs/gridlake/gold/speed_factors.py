@@ -1281,5 +1281,10 @@ def _build_weeks(inputs: Inputs, weeks: Sequence[date]) -> dict[str, DataFrame]:
 
 
 GROUP = GoldGroup(
-    "speed_factors", TABLES, reads=(SILVER_JOBS,), build=_build, build_weeks=_build_weeks
+    "speed_factors",
+    TABLES,
+    reads=(SILVER_JOBS,),
+    build=_build,
+    build_weeks=_build_weeks,
+    weight=348,
 )

@@ -233,6 +233,7 @@ GROUP = GoldGroup(
     reads=(SILVER_JOBS,),
     build=_build,
     build_weeks=_build_weeks,
+    weight=625,
 )
 # The outliers: each week's metrics from that week's jobs (kept per week), every week scored
 # from them (a week's own-history baseline is its previous weeks'), so the scores are written
@@ -245,4 +246,5 @@ OUTLIERS_GROUP = GoldGroup(
     build_weeks=_build_outliers_weeks,
     whole=(GOLD_EFFICIENCY_OUTLIERS,),
     rules=GOLD_EFFICIENCY_OUTLIER_RULES,
+    weight=190,
 )
