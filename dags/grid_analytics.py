@@ -10,8 +10,9 @@ group whole from silver (``analyze --full``), e.g. after silver was repaired by 
 their dependencies come from the manifest (the ``GROUP`` each gold family declares, collected in
 ``gridlake.gold.analyze.FAMILIES``): a
 group that reads another group's gold tables runs after it. Of the tasks ready at once the one
-earliest in analyze's order starts first (the manifest's ``priority``): site_efficiency, which the
-operations dashboards open on, does not wait behind the history-wide fits.
+earliest in ``analyze.FAMILIES`` starts first (the manifest's ``priority``): site_efficiency, which
+the operations dashboards open on, does not wait behind the history-wide fits (freshness first;
+``gridlake analyze`` by hand starts the costliest group first, for the shortest whole run).
 """
 
 from __future__ import annotations

@@ -97,6 +97,26 @@ def test_the_costliest_chain_starts_first():
     assert [n for k, n in events if k == "start"] == ["ipc", "network"]
 
 
+def test_only_an_incremental_analyze_starts_the_costliest_group_first(monkeypatch):
+    """A whole recompute keeps the groups' order: the two heaviest groups starting their scans
+    of all of silver.jobs together ran out of heap at the bench's full scale."""
+    from dataclasses import replace
+
+    from gridlake.gold import analyze as A
+
+    names = ["site_efficiency", "efficiency", "efficiency_outliers", "speed_factors"]  # the bench's
+    starts: dict[bool, list[str]] = {}
+    monkeypatch.setattr(A, "ensure_tables", lambda *args, **kwargs: None)
+    for skip_current in (True, False):
+        run, events = _recorder()
+        monkeypatch.setattr(A, "_analyze_group", lambda spark, name, *rest, run=run: run(name))
+        one_worker = replace(A.get_settings(), analyze_workers=1)
+        A.analyze(None, one_worker, names, skip_current)  # type: ignore[arg-type]
+        starts[skip_current] = [n for k, n in events if k == "start"]
+    assert starts[True] == ["efficiency", "speed_factors", "site_efficiency", "efficiency_outliers"]
+    assert starts[False] == names
+
+
 def test_the_memo_computes_a_key_once_while_groups_ask_side_by_side():
     memo = Memo()
     calls: list[tuple] = []

@@ -644,6 +644,16 @@ def test_percentiles_over_weeks_are_the_nearest_rank_of_every_job(spark) -> None
         values_state(df).where("measure = 'success_wall_seconds'"), ["job_type"], {"m": 0.5}
     ).collect()
     assert m.m == pytest.approx(nearest_rank(walls, 0.5), rel=5e-3)  # rounded like the rest
+    # a table computed straight from jobs asks for its measures only: the same rows as those
+    # measures' rows of the whole state, and no other measure's
+    some = ("cpu_seconds_per_event", "hs23_seconds_per_event")
+    cols = ["week", "measure", "microarchitecture", "cpu_model_norm", "job_type", "value", "n"]
+    only = values_state(df, some).select(*cols)
+    assert {r.measure for r in only.collect()} == set(some)
+    those = values_state(df).where("measure <> 'success_wall_seconds'").select(*cols)
+    assert only.exceptAll(those).isEmpty() and those.exceptAll(only).isEmpty()
+    with pytest.raises(ValueError, match="measures must be some of"):
+        values_state(df, ("cpu_seconds",))
 
 
 # --------------------------------------------------------------------------------------------

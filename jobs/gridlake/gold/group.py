@@ -90,7 +90,8 @@ class GoldGroup:
     # (scored from every week's state, so a changed week can move other weeks' rows): written
     # whole, not by ``replaceWhere`` on the changed weeks.
     whole: tuple[Table, ...] = ()
-    # The group's relative cost, for ``analyze``'s start order when groups run side by side:
+    # The group's relative cost, for an incremental ``analyze``'s start order (a whole
+    # recompute keeps the groups' order: see ``analyze``) when groups run side by side:
     # of the groups ready to start, the one with the costliest chain (its weight plus the
     # heaviest chain of the groups that wait on it) starts first, so that the long groups do
     # not start last. The four that read silver.jobs alone carry the seconds of their full

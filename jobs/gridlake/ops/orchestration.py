@@ -10,8 +10,11 @@ this manifest instead, written by ``gridlake docs`` (a test checks it is current
   grid_analytics each), the gold tables it writes (its assets), the groups it runs after
   (``DEPENDS_ON``) and its ``priority`` (Airflow's absolute priority weight: the groups'
   order in ``FAMILIES``, the first highest, so that of the tasks ready at once the scheduler
-  starts them in the order ``analyze`` runs them: site_efficiency, what the operations
-  dashboards open on, first; the tasks queue behind each other on the one Spark server).
+  starts site_efficiency, what the operations dashboards open on, first; the tasks queue
+  behind each other on the one Spark server). This is freshness first, on purpose: a
+  ``gridlake analyze`` of every group by hand starts the costliest chain first instead
+  (``GoldGroup.weight``), which ends the whole run sooner but would keep the dashboards'
+  table waiting behind the efficiency group's minutes at grid scale.
 
 So a new gold group is its family module's ``GROUP`` and one line in ``analyze.FAMILIES``: after
 ``gridlake docs`` the analytics DAG has its task, outlets and dependencies.

@@ -23,7 +23,8 @@ KEYS = ("microarchitecture", "cpu_model_norm", "job_type")
 
 def cpu_model_efficiency(jobs: DataFrame) -> DataFrame:
     """silver.jobs -> one row per (microarchitecture, cpu_model_norm, job_type)."""
-    return cpu_model_efficiency_from(models_state(jobs), values_state(jobs))
+    values = values_state(jobs, (MEASURE_PER_EVENT, MEASURE_HS23_PER_EVENT))
+    return cpu_model_efficiency_from(models_state(jobs), values)
 
 
 def cpu_model_efficiency_from(models: DataFrame, values: DataFrame) -> DataFrame:

@@ -97,7 +97,9 @@ _ADVICE_DDL = (
 
 def job_length_advice(jobs: DataFrame) -> DataFrame:
     """silver.jobs -> one row per job_type: I, h, T*, U(T*), U(current), core-hours at stake."""
-    return job_length_advice_from(tasks_state(jobs), durations_state(jobs), values_state(jobs))
+    return job_length_advice_from(
+        tasks_state(jobs), durations_state(jobs), values_state(jobs, (MEASURE_SUCCESS_WALL,))
+    )
 
 
 def job_length_advice_from(tasks: DataFrame, durations: DataFrame, values: DataFrame) -> DataFrame:

@@ -136,11 +136,17 @@ def models_state(jobs: DataFrame) -> DataFrame:
     return GOLD_STATE_EFFICIENCY_MODELS.conform(out)
 
 
-def values_state(jobs: DataFrame) -> DataFrame:
+ALL_MEASURES = (MEASURE_PER_EVENT, MEASURE_HS23_PER_EVENT, MEASURE_SUCCESS_WALL)
+
+
+def values_state(jobs: DataFrame, measures: Sequence[str] = ALL_MEASURES) -> DataFrame:
     """silver.jobs -> gold._state_efficiency_values rows of the jobs' weeks: per (CPU model, job
     type) the CPU and HS23 seconds per event of successful attempts with events > 0, per job
     type the wall_seconds of successful attempts, each rounded (:func:`rounded`); attempts per
-    value."""
+    value. ``measures``: only these (a table computed straight from jobs reads one or two)."""
+    unknown = set(measures) - set(ALL_MEASURES)
+    if unknown or not measures:
+        raise ValueError(f"values_state: measures must be some of {ALL_MEASURES}, not {measures}")
     per_event = F.when(_success() & (F.col("events") > 0), F.col("cpu_seconds") / F.col("events"))
     none = F.lit(None).cast("string")
 
@@ -153,11 +159,16 @@ def values_state(jobs: DataFrame) -> DataFrame:
         )  # fmt: skip
 
     arch, model = F.col("microarchitecture"), F.col("cpu_model_norm")
-    entries = F.array(
-        entry(MEASURE_PER_EVENT, arch, model, rounded(per_event)),
-        entry(MEASURE_HS23_PER_EVENT, arch, model, rounded(per_event * F.col("hs23_per_core"))),
-        entry(MEASURE_SUCCESS_WALL, none, none, rounded(F.when(_success(), F.col("wall_seconds")))),
-    )
+    every = {
+        MEASURE_PER_EVENT: entry(MEASURE_PER_EVENT, arch, model, rounded(per_event)),
+        MEASURE_HS23_PER_EVENT: entry(
+            MEASURE_HS23_PER_EVENT, arch, model, rounded(per_event * F.col("hs23_per_core"))
+        ),
+        MEASURE_SUCCESS_WALL: entry(
+            MEASURE_SUCCESS_WALL, none, none, rounded(F.when(_success(), F.col("wall_seconds")))
+        ),
+    }
+    entries = F.array(*[every[m] for m in ALL_MEASURES if m in measures])
     out = (
         jobs.select("week", "job_type", F.inline(entries))
         .where(F.col("value").isNotNull())
