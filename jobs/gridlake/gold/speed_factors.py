@@ -18,7 +18,8 @@ to the driver):
 2. ``screen_outliers``: a first, rough fit of the site variant per week and job type; a job
    whose residual exceeds ``max(5 robust sigmas, log 2)`` is dropped (stuck or crashed jobs, CPU
    time x 50, events = 1). The scale is 1.4826 x the median absolute residual of the week and
-   job type. Screening
+   job type (``percentile_approx``: a residual within 1/10,000 of the median's rank; the exact
+   median of a week's ~3 M residuals at grid scale cost a quarter of the screening). Screening
    residuals come from the richest model per job type, so a genuinely slow site or a
    workload-specific CPU model effect is not mistaken for junk.
 3. ``cells``: a week's jobs aggregated to (task, cpu_model) cells (and (task, cpu_model, site)
@@ -443,7 +444,10 @@ def screen_outliers(
         "_r", F.col("y") - F.col("_fit")
     )
     scale = res.groupBy("_wk", "job_type").agg(
-        (F.lit(1.4826) * F.median(F.abs("_r"))).alias("_scale")
+        # approximate (rank within 1e-4): the exact median keeps every residual of the week and
+        # job type in one buffer; at the bench's full scale (a week of 3 M screened jobs, by
+        # hand, 2026-12-06) the screening took 21.6 s with it, 16.6 s with this
+        (F.lit(1.4826) * F.percentile_approx(F.abs("_r"), 0.5, 10000)).alias("_scale")
     )
     limit = F.greatest(F.lit(clip_sigmas) * F.col("_scale"), F.lit(clip_floor))
     kept = res.join(F.broadcast(scale), ["_wk", "job_type"], "left").where(
