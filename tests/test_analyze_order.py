@@ -107,6 +107,7 @@ def test_only_an_incremental_analyze_starts_the_costliest_group_first(monkeypatc
     names = ["site_efficiency", "efficiency", "efficiency_outliers", "speed_factors"]  # the bench's
     starts: dict[bool, list[str]] = {}
     monkeypatch.setattr(A, "ensure_tables", lambda *args, **kwargs: None)
+    monkeypatch.setattr(A, "_in_pool", lambda spark, name, run: run())  # no Spark here
     for skip_current in (True, False):
         run, events = _recorder()
         monkeypatch.setattr(A, "_analyze_group", lambda spark, name, *rest, run=run: run(name))

@@ -249,3 +249,32 @@ def test_incremental_speed_factors_and_efficiency_equal_the_full_recompute(
     versions = {t.full_name: _version(spark, t, local) for t in written}
     assert analyze(spark, local, groups=groups, skip_current=True) == {}
     assert {t.full_name: _version(spark, t, local) for t in written} == versions
+
+
+def test_groups_side_by_side_submit_their_jobs_to_pools_of_their_own(
+    spark, settings, monkeypatch
+) -> None:
+    """analyze runs its groups in threads of the one session under the fair scheduler, each
+    group's Spark jobs in a pool of its own (a group's short gate and commit jobs do not queue
+    behind the other's long stages); the caller's thread keeps its own pool."""
+    from dataclasses import replace
+
+    from gridlake.gold import analyze as A
+
+    sc = spark.sparkContext
+    assert sc.getConf().get("spark.scheduler.mode") == "FAIR"
+    seen: dict[str, str] = {}
+
+    def record(session, name, *rest):
+        seen[name] = session.sparkContext.getLocalProperty("spark.scheduler.pool")
+        session.range(3).count()  # a job: the scheduler creates the pool it is submitted to
+        return {f"gold.{name}": 0}
+
+    monkeypatch.setattr(A, "ensure_tables", lambda *args, **kwargs: None)
+    monkeypatch.setattr(A, "_analyze_group", record)
+    before = sc.getLocalProperty("spark.scheduler.pool")
+    names = ["site_efficiency", "speed_factors"]
+    A.analyze(spark, replace(settings, analyze_workers=2), names, skip_current=True)
+    assert seen == {n: f"analyze-{n}" for n in names}
+    assert all(sc._jsc.sc().getPoolForName(f"analyze-{n}").isDefined() for n in names)
+    assert sc.getLocalProperty("spark.scheduler.pool") == before

@@ -6,7 +6,8 @@ import os
 import shlex
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -72,6 +73,20 @@ def get_spark(settings: Settings | None = None, app_name: str | None = None) -> 
 
 
 @lru_cache(maxsize=256)
+@contextmanager
+def scheduler_pool(spark: SparkSession, pool: str) -> Iterator[None]:
+    """The Spark jobs this thread submits meanwhile go to the fair scheduler's pool ``pool``
+    (``spark.scheduler.mode`` FAIR: pools share the cores fairly, jobs within one run in
+    order); the thread's previous pool afterwards."""
+    sc = spark.sparkContext
+    previous = sc.getLocalProperty("spark.scheduler.pool")
+    sc.setLocalProperty("spark.scheduler.pool", pool)
+    try:
+        yield
+    finally:
+        sc.setLocalProperty("spark.scheduler.pool", previous)  # type: ignore[arg-type]
+
+
 def _struct(ddl: str) -> StructType:
     from pyspark.sql.types import _parse_datatype_string
 

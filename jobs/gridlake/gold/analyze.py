@@ -55,7 +55,7 @@ from gridlake.gold import (
 from gridlake.gold.group import GoldGroup, Inputs
 from gridlake.quality import CheckResult, gate_counted
 from gridlake.settings import Settings, get_settings
-from gridlake.spark import rows_frame
+from gridlake.spark import rows_frame, scheduler_pool
 from gridlake.tabledef import Table, ensure_tables
 
 log = logging.getLogger(__name__)
@@ -319,8 +319,12 @@ def analyze(
                 names,
                 lambda name: _timed_group(
                     name,
-                    lambda: _analyze_group(
-                        spark, name, settings, skip_current, checked, ensured, memo
+                    lambda: _in_pool(
+                        spark,
+                        name,
+                        lambda: _analyze_group(
+                            spark, name, settings, skip_current, checked, ensured, memo
+                        ),
                     ),
                     timings,
                 ),
@@ -333,6 +337,14 @@ def analyze(
     finally:
         _record_gold_checks(spark, checked, settings)
     return counts
+
+
+def _in_pool(spark: SparkSession, name: str, run: Callable[[], dict[str, int]]) -> dict[str, int]:
+    """``run`` with the Spark jobs it submits in the fair-scheduler pool of group ``name``:
+    groups side by side share the cores, a group's short jobs (its gates, Delta log reads and
+    commits) do not queue behind the other group's long stages."""
+    with scheduler_pool(spark, f"analyze-{name}"):
+        return run()
 
 
 def _timed_group(
