@@ -72,7 +72,6 @@ def get_spark(settings: Settings | None = None, app_name: str | None = None) -> 
     return spark
 
 
-@lru_cache(maxsize=256)
 @contextmanager
 def scheduler_pool(spark: SparkSession, pool: str) -> Iterator[None]:
     """The Spark jobs this thread submits meanwhile go to the fair scheduler's pool ``pool``
@@ -87,6 +86,7 @@ def scheduler_pool(spark: SparkSession, pool: str) -> Iterator[None]:
         sc.setLocalProperty("spark.scheduler.pool", previous)  # type: ignore[arg-type]
 
 
+@lru_cache(maxsize=256)
 def _struct(ddl: str) -> StructType:
     from pyspark.sql.types import _parse_datatype_string
 
