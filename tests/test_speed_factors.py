@@ -238,6 +238,43 @@ def test_model_components_of_a_fit_against_a_graph_search() -> None:
             assert labels[mi] == min(k for kind, k in seen if kind == "m"), (cells, mi)
 
 
+def test_a_replicate_started_from_the_data_terms_reaches_the_cold_fit_in_fewer_sweeps() -> None:
+    """The bootstrap's warm start (fit_replicates): a replicate's fit started from the data's
+    model and site terms ends at the terms a fit from zero reaches (within the tolerance's
+    reach), in fewer sweeps; and the data's own terms, as start, are already its fixed point."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    n_tasks, n_models, n_sites = 300, 12, 6
+    a = rng.normal(0, 1, n_tasks)
+    b = np.concatenate([[0.0], rng.normal(0, 0.3, n_models - 1)])  # model 0: the reference
+    c = rng.normal(0, 0.1, n_sites)
+    t = np.repeat(np.arange(n_tasks), 4)
+    m = rng.integers(0, n_models, t.size)
+    s = (m + rng.integers(0, 2, t.size)) % n_sites  # sites partly aligned with models
+    m[:: n_tasks // 10] = 0  # the reference has cells
+    y = a[t] + b[m] + c[s] + rng.normal(0, 0.05, t.size)
+    w = rng.integers(1, 20, t.size).astype(float)
+    ref = m == 0
+    tol = 1e-8
+    _, b0, c0, _, ok0 = sf._fit_terms(t, m, s, ref, y, w, tol, 200)
+    assert ok0 and abs(b0[0]) < 1e-12
+    again = sf._fit_terms(t, m, s, ref, y, w, tol, 200, start=(b0, c0))
+    assert again[4] and again[3] <= 2 and np.allclose(again[1], b0, atol=1e-7)
+    # a replicate: every task weighted by a Poisson(1) draw, those drawn 0 left out
+    tw = rng.poisson(1.0, n_tasks).astype(float)
+    keep = np.flatnonzero(tw[t] > 0)
+    rt = np.unique(t[keep], return_inverse=True)[1]
+    models, rm = np.unique(m[keep], return_inverse=True)
+    sites, rs = np.unique(s[keep], return_inverse=True)
+    args = (rt, rm, rs, ref[keep], y[keep], w[keep] * tw[t[keep]], tol, 200)
+    _, b_cold, c_cold, n_cold, ok_cold = sf._fit_terms(*args)
+    _, b_warm, c_warm, n_warm, ok_warm = sf._fit_terms(*args, start=(b0[models], c0[sites]))
+    assert ok_cold and ok_warm and n_warm < n_cold, (n_warm, n_cold)
+    assert np.allclose(b_warm, b_cold, atol=1e-6) and np.allclose(c_warm, c_cold, atol=1e-6)
+    assert not np.allclose(b_warm, b0[models], atol=1e-4)  # the replicate moved the terms
+
+
 def test_reference_models_prefer_configured_then_all_then_core_hours(spark) -> None:
     groups = rows_frame(
         spark,
