@@ -198,11 +198,37 @@ def test_site_measures_events_badput_and_retry_waste(spark) -> None:
     assert pile.badput_core_hours == pytest.approx(8 / 6 + 16 + 1)
     assert pile.events is None  # no successful pile attempt at A
 
+    # the group's compute: the three tables rolled up from one set of attempt cells (and the
+    # causes from the same cells) give the hand-computed values too
     frames = site_efficiency.compute(jobs)
     assert set(frames) == {t.full_name for t in site_efficiency.TABLES}
     for table in site_efficiency.TABLES:
         assert frames[table.full_name].columns == table.column_names
     assert frames[GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY.full_name].count() == 3
+    grouped = {(r.site, r.week): r for r in frames[GOLD_SITE_EFFICIENCY_WEEKLY.full_name].collect()}
+    assert set(grouped) == set(out)
+    for key, row in out.items():
+        for name, value in row.asDict().items():
+            want = pytest.approx(value, rel=1e-12) if isinstance(value, float) else value
+            assert grouped[key][name] == want, (key, name)
+    assert grouped[("A", week)].retry_waste_core_hours == pytest.approx(4 + 8 / 6 + 16)
+    typed = {
+        (r.site, r.job_type): r
+        for r in frames[GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY.full_name].collect()
+    }
+    assert typed[("A", "pile")].badput_core_hours == pytest.approx(8 / 6 + 16 + 1)
+    assert typed[("A", "pile")].events is None
+    assert typed[("A", "simul")].retry_waste_core_hours == pytest.approx(4.0)
+    modes = {
+        (r.site, r.job_type, r.failure_mode): (r.failed_jobs, r.retried_jobs, r.attempts)
+        for r in frames["gold.site_failure_modes_weekly"].collect()
+    }
+    assert modes == {
+        ("A", "simul", "memory"): (1, 1, 4),  # j2, retried by j3
+        ("A", "pile", "stage-in"): (1, 1, 3),  # j4, retried by j5
+        ("A", "pile", "app-crash"): (1, 1, 3),  # j5, retried by j6 the next week
+        ("A", "pile", "lost-heartbeat"): (1, 0, 3),  # j8
+    }
     causes = {
         r.cause: (r.jobs, r.badput_core_hours)
         for r in frames["gold.failure_causes_weekly"].where("site = 'A'").collect()

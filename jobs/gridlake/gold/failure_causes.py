@@ -27,8 +27,10 @@ __all__ = [
     "GOLD_FAILURE_CAUSES_WEEKLY",
     "GOLD_FAILURE_CAUSE_RULES",
     "TABLES",
+    "causes_from_cells",
     "failure_causes_weekly",
     "rules_frame",
+    "with_cause",
 ]
 
 GOLD_FAILURE_CAUSE_RULES = Table(
@@ -135,15 +137,22 @@ def checked_rules(rules: DataFrame) -> list:
     return active_rules(rows)
 
 
-def failure_causes_weekly(jobs: DataFrame, rules: DataFrame | None = None) -> DataFrame:
-    """silver.jobs (+ the rules; the shipped ones when None) -> one row per week, site, cause."""
+def with_cause(jobs: DataFrame, rules: DataFrame | None = None) -> DataFrame:
+    """Add ``cause``: the attempt's failure cause by the rules (the shipped ones when None),
+    'success' for a successful one."""
     active = checked_rules(rules) if rules is not None else None
-    classified = jobs.withColumn("cause", cause_column(active))
+    return jobs.withColumn("cause", cause_column(active))
+
+
+def causes_from_cells(cells: DataFrame) -> DataFrame:
+    """Cells of attempts (week, site, cause and status among their keys; ``_n`` attempts and
+    ``_cws`` their core-seconds, as ``gridlake.gold.site_efficiency.attempt_cells`` gives them)
+    -> one row per week, site, cause."""
     failed = F.col("status") == "failed"
-    per_cause = classified.groupBy("week", "site", "cause").agg(
-        F.count(F.lit(1)).alias("jobs"),
-        (F.sum("cores_wall_seconds") / 3600.0).alias("core_hours"),
-        (F.coalesce(F.sum(F.when(failed, F.col("cores_wall_seconds"))), F.lit(0.0)) / 3600.0).alias(
+    per_cause = cells.groupBy("week", "site", "cause").agg(
+        F.sum("_n").alias("jobs"),
+        (F.sum("_cws") / 3600.0).alias("core_hours"),
+        (F.coalesce(F.sum(F.when(failed, F.col("_cws"))), F.lit(0.0)) / 3600.0).alias(
             "badput_core_hours"
         ),
     )
@@ -160,3 +169,13 @@ def failure_causes_weekly(jobs: DataFrame, rules: DataFrame | None = None) -> Da
             ),
         )
     )
+
+
+def failure_causes_weekly(jobs: DataFrame, rules: DataFrame | None = None) -> DataFrame:
+    """silver.jobs (+ the rules; the shipped ones when None) -> one row per week, site, cause."""
+    cells = (
+        with_cause(jobs, rules)
+        .groupBy("week", "site", "cause", "status")
+        .agg(F.count(F.lit(1)).alias("_n"), F.sum("cores_wall_seconds").alias("_cws"))
+    )
+    return causes_from_cells(cells)

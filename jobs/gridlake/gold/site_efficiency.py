@@ -20,14 +20,16 @@ from pyspark.sql import functions as F
 from gridlake.gold.failure_causes import (
     GOLD_FAILURE_CAUSE_RULES,
     GOLD_FAILURE_CAUSES_WEEKLY,
-    failure_causes_weekly,
+    causes_from_cells,
     rules_frame,
+    with_cause,
 )
 from gridlake.gold.group import GoldGroup, Inputs
 from gridlake.silver.tables import SILVER_JOBS
 from gridlake.tabledef import Check, Column, Table
 
 __all__ = [
+    "CELL_KEYS",
     "GOLD_FAILURE_CAUSES_WEEKLY",
     "GOLD_FAILURE_CAUSE_RULES",
     "GOLD_SITE_EFFICIENCY_WEEKLY",
@@ -35,8 +37,11 @@ __all__ = [
     "GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY",
     "MEASURE_COLUMNS",
     "TABLES",
+    "attempt_cells",
     "compute",
     "efficiency_measures",
+    "failure_modes_from_cells",
+    "measures_from_cells",
     "site_efficiency_weekly",
     "site_failure_modes_weekly",
     "site_jobtype_efficiency_weekly",
@@ -213,35 +218,58 @@ def _sum_hours_when(cond: SparkColumn, value: str = "cores_wall_seconds") -> Spa
     return F.coalesce(F.sum(F.when(cond, F.col(value))), F.lit(0.0)) / 3600.0
 
 
-def efficiency_measures(
+# The grain of the attempts' cells of the group's compute: each of its four weekly tables is a
+# roll-up of them (``cause``: the failure cause by the rules, :func:`with_cause`).
+CELL_KEYS = ("week", "site", "vo", "job_type", "failure_mode", "status", "cause")
+
+
+def attempt_cells(
     jobs: DataFrame, keys: Sequence[str], retries: DataFrame | None = None
 ) -> DataFrame:
-    """silver.jobs -> one row per ``keys`` with the columns of ``MEASURE_COLUMNS``.
-
-    Every attempt counts, outliers included. Needs job_id and retry_of (retry waste), status,
-    is_outlier, cores_wall_seconds, cpu_seconds, hs23_core_hours and events. ``retries``: see
-    :func:`with_retried_flag`.
+    """silver.jobs -> one row per ``keys`` and status (a few thousand a week at
+    ``CELL_KEYS``) with the sums and counts that the tables roll up (sums of sums: exact for
+    counts, to rounding for floats). The jobs are read, and flagged as retried
+    (:func:`with_retried_flag`, a shuffle of every attempt), once for every table rolled up
+    from the cells rather than once each. A sum over no non-null value stays null, as it is
+    over the attempts.
     """
+    with_events = F.col("events") > 0
+    retried = F.col("was_retried")
+    return (
+        with_retried_flag(jobs, retries)
+        .groupBy(*keys, *(() if "status" in keys else ("status",)))
+        .agg(
+            F.count(F.lit(1)).alias("_n"),
+            F.count(F.when(F.col("is_outlier"), 1)).alias("_outliers"),
+            F.sum("cores_wall_seconds").alias("_cws"),
+            F.sum("cpu_seconds").alias("_cpu"),
+            F.sum("hs23_core_hours").alias("_hs23"),
+            F.sum("events").alias("_events"),
+            F.sum(F.when(with_events, F.col("cores_wall_seconds"))).alias("_event_cws"),
+            F.sum(F.when(with_events, F.col("events"))).alias("_event_events"),
+            F.count(F.when(retried, 1)).alias("_retried"),
+            F.sum(F.when(retried, F.col("cores_wall_seconds"))).alias("_retried_cws"),
+        )
+    )
+
+
+def measures_from_cells(cells: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """:func:`attempt_cells` -> one row per ``keys`` with the columns of ``MEASURE_COLUMNS``."""
     failed = F.col("status") == "failed"
     success = F.col("status") == "success"
-    with_events = success & (F.col("events") > 0)
-    agg = (
-        with_retried_flag(jobs, retries)
-        .groupBy(*keys)
-        .agg(
-            F.count(F.lit(1)).alias("jobs"),
-            F.count(F.when(failed, 1)).alias("failed_jobs"),
-            F.count(F.when(F.col("is_outlier"), 1)).alias("outlier_jobs"),
-            (F.sum("cores_wall_seconds") / 3600.0).alias("core_hours"),
-            (F.sum("cpu_seconds") / 3600.0).alias("cpu_hours"),
-            _sum_hours_when(success, "cpu_seconds").alias("_good_cpu_hours"),
-            _sum_hours_when(failed).alias("wasted_core_hours"),
-            F.sum("hs23_core_hours").alias("hs23_core_hours"),
-            F.sum(F.when(success, F.col("events"))).alias("events"),
-            F.sum(F.when(with_events, F.col("cores_wall_seconds"))).alias("_event_core_seconds"),
-            F.sum(F.when(with_events, F.col("events"))).alias("_event_events"),
-            _sum_hours_when(F.col("was_retried")).alias("retry_waste_core_hours"),
-        )
+    agg = cells.groupBy(*keys).agg(
+        F.sum("_n").alias("jobs"),
+        F.coalesce(F.sum(F.when(failed, F.col("_n"))), F.lit(0)).alias("failed_jobs"),
+        F.sum("_outliers").alias("outlier_jobs"),
+        (F.sum("_cws") / 3600.0).alias("core_hours"),
+        (F.sum("_cpu") / 3600.0).alias("cpu_hours"),
+        _sum_hours_when(success, "_cpu").alias("_good_cpu_hours"),
+        _sum_hours_when(failed, "_cws").alias("wasted_core_hours"),
+        F.sum("_hs23").alias("hs23_core_hours"),
+        F.sum(F.when(success, F.col("_events"))).alias("events"),
+        F.sum(F.when(success, F.col("_event_cws"))).alias("_event_core_seconds"),
+        F.sum(F.when(success, F.col("_event_events"))).alias("_event_events"),
+        (F.coalesce(F.sum("_retried_cws"), F.lit(0.0)) / 3600.0).alias("retry_waste_core_hours"),
     )
     core_hours = F.when(F.col("core_hours") > 0, F.col("core_hours"))
     return agg.select(
@@ -264,6 +292,18 @@ def efficiency_measures(
     )
 
 
+def efficiency_measures(
+    jobs: DataFrame, keys: Sequence[str], retries: DataFrame | None = None
+) -> DataFrame:
+    """silver.jobs -> one row per ``keys`` with the columns of ``MEASURE_COLUMNS``.
+
+    Every attempt counts, outliers included. Needs job_id and retry_of (retry waste), status,
+    is_outlier, cores_wall_seconds, cpu_seconds, hs23_core_hours and events. ``retries``: see
+    :func:`with_retried_flag`.
+    """
+    return measures_from_cells(attempt_cells(jobs, keys, retries), keys)
+
+
 def site_efficiency_weekly(jobs: DataFrame, retries: DataFrame | None = None) -> DataFrame:
     """silver.jobs -> one row per (week, site, vo). Every job counts, outliers included."""
     return efficiency_measures(jobs, ("week", "site", "vo"), retries)
@@ -274,25 +314,30 @@ def site_jobtype_efficiency_weekly(jobs: DataFrame, retries: DataFrame | None = 
     return efficiency_measures(jobs, ("week", "site", "vo", "job_type"), retries)
 
 
-def site_failure_modes_weekly(jobs: DataFrame, retries: DataFrame | None = None) -> DataFrame:
-    """silver.jobs -> one row per (week, site, job_type, failure_mode) with failed attempts."""
+def failure_modes_from_cells(cells: DataFrame) -> DataFrame:
+    """:func:`attempt_cells` -> one row per (week, site, job_type, failure_mode) with failed
+    attempts (a failed attempt naming no mode: 'unknown')."""
     keys = ("week", "site", "job_type")
-    flagged = with_retried_flag(jobs, retries).withColumn(
-        "failure_mode", F.coalesce(F.col("failure_mode"), F.lit("unknown"))
-    )
-    attempts = jobs.groupBy(*keys).agg(F.count(F.lit(1)).alias("attempts"))
+    attempts = cells.groupBy(*keys).agg(F.sum("_n").alias("attempts"))
     failed = (
-        flagged.where(F.col("status") == "failed")
+        cells.where(F.col("status") == "failed")
+        .withColumn("failure_mode", F.coalesce(F.col("failure_mode"), F.lit("unknown")))
         .groupBy(*keys, "failure_mode")
         .agg(
-            F.count(F.lit(1)).alias("failed_jobs"),
-            (F.sum("cores_wall_seconds") / 3600.0).alias("wasted_core_hours"),
-            F.count(F.when(F.col("was_retried"), 1)).alias("retried_jobs"),
+            F.sum("_n").alias("failed_jobs"),
+            (F.sum("_cws") / 3600.0).alias("wasted_core_hours"),
+            F.sum("_retried").alias("retried_jobs"),
         )
     )
     return failed.join(attempts, list(keys)).withColumn(
         "failure_rate", F.col("failed_jobs") / F.col("attempts")
     )
+
+
+def site_failure_modes_weekly(jobs: DataFrame, retries: DataFrame | None = None) -> DataFrame:
+    """silver.jobs -> one row per (week, site, job_type, failure_mode) with failed attempts."""
+    keys = ("week", "site", "job_type", "failure_mode")
+    return failure_modes_from_cells(attempt_cells(jobs, keys, retries))
 
 
 def compute(
@@ -304,19 +349,21 @@ def compute(
     """
     if rules is None:
         rules = rules_frame(jobs.sparkSession)
+    # the attempts' cells, computed once (materialised: small) for the four tables they give
+    cells = attempt_cells(with_cause(jobs, rules), CELL_KEYS, retries).localCheckpoint(eager=True)
     return {
         GOLD_FAILURE_CAUSE_RULES.full_name: GOLD_FAILURE_CAUSE_RULES.conform(rules),
         GOLD_FAILURE_CAUSES_WEEKLY.full_name: GOLD_FAILURE_CAUSES_WEEKLY.conform(
-            failure_causes_weekly(jobs, rules)
+            causes_from_cells(cells)
         ),
         GOLD_SITE_FAILURE_MODES_WEEKLY.full_name: GOLD_SITE_FAILURE_MODES_WEEKLY.conform(
-            site_failure_modes_weekly(jobs, retries)
+            failure_modes_from_cells(cells)
         ),
         GOLD_SITE_EFFICIENCY_WEEKLY.full_name: GOLD_SITE_EFFICIENCY_WEEKLY.conform(
-            site_efficiency_weekly(jobs, retries)
+            measures_from_cells(cells, ("week", "site", "vo"))
         ),
         GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY.full_name: GOLD_SITE_JOBTYPE_EFFICIENCY_WEEKLY.conform(
-            site_jobtype_efficiency_weekly(jobs, retries)
+            measures_from_cells(cells, ("week", "site", "vo", "job_type"))
         ),
     }
 
