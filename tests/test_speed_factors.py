@@ -405,6 +405,37 @@ def test_junk_jobs_move_no_factor(spark, jobs_rows, factors) -> None:
     assert max(moved.values()) < 0.005, max(moved.items(), key=lambda kv: kv[1])
 
 
+def test_the_window_keeps_the_latest_13_weeks_whichever_way_it_is_found(spark) -> None:
+    """The fit's window, computed in the query (a full analyze) or from a latest week the
+    caller found (an incremental analyze reads only the window's week partitions): the same
+    rows, the 13 weeks ending with the latest, and the rows of a null week."""
+    import datetime as dt
+
+    latest = dt.date(2026, 8, 3)
+    weeks = [latest - dt.timedelta(weeks=k) for k in range(16)] + [None]
+    cells = rows_frame(
+        spark,
+        [(w, "model", "A", f"A/{i}", "m", "*", 0.5, 1, 0.1) for i, w in enumerate(weeks)],
+        "week DATE, variant STRING, job_type STRING, task STRING, cpu_model STRING, "
+        "site STRING, y DOUBLE, n_jobs BIGINT, core_hours DOUBLE",
+    )
+    models = rows_frame(
+        spark, [(w, "m", "x", 10.0, 1) for w in weeks],
+        "week DATE, cpu_model STRING, microarchitecture STRING, hs23_per_core DOUBLE, "
+        "n_jobs BIGINT",
+    )  # fmt: skip
+    expected = sorted(weeks[: sf.WINDOW_WEEKS])  # the latest and the 12 weeks before it
+    for known in (None, latest):
+        kept_cells, kept_models = sf.in_window(cells, models, latest_week=known)
+        for kept in (kept_cells, kept_models):
+            got = [r.week for r in kept.collect()]
+            assert sorted(w for w in got if w) == expected
+            assert got.count(None) == 1
+    # a shorter window from a known latest week
+    short, _ = sf.in_window(cells, models, window_weeks=2, latest_week=latest)
+    assert {r.week for r in short.collect()} == {latest, latest - dt.timedelta(weeks=1), None}
+
+
 def test_synthetic_data_is_what_the_docstring_says(jobs_rows) -> None:
     cells: dict[tuple[str, str], set[str]] = {}
     for r in jobs_rows:

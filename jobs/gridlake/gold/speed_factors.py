@@ -61,7 +61,8 @@ in ``gold._state_speed_cells`` (with the models' microarchitectures and declared
 ``gold._state_speed_models``), partitioned by week. The fit (steps 4-8) reads the state of the
 last ``WINDOW_WEEKS`` weeks (a quarter, ending with the latest week that has jobs), never the
 jobs: an incremental ``analyze`` rebuilds the state of the weeks whose jobs changed and refits,
-and its cost follows the window's cells, not the history's jobs. A full analyze rebuilds every
+and its cost follows the window's cells, not the history's jobs nor its weeks (it reads the
+state's week partitions of the window only). A full analyze rebuilds every
 week's state and gives the same tables (tests/test_incremental_gold.py).
 
 Robustness comes from three layers: is_outlier jobs are out, the screening drops jobs more than
@@ -72,7 +73,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
 
 import numpy as np
 import pandas as pd
@@ -1164,10 +1165,22 @@ def state(jobs: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 
 def in_window(
-    cells_state: DataFrame, models_state: DataFrame, window_weeks: int = WINDOW_WEEKS
+    cells_state: DataFrame,
+    models_state: DataFrame,
+    window_weeks: int = WINDOW_WEEKS,
+    latest_week: date | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """The state of the fit's window: the latest week with a cell and the ``window_weeks`` - 1
-    weeks before it (rows of a null week, frames without times, are always in)."""
+    weeks before it (rows of a null week, frames without times, are always in).
+
+    ``latest_week``: that latest week when the caller knows it (an incremental analyze finds it
+    in the state's week partitions): the window is then a filter on a literal, so a read of the
+    state tables skips the week partitions before the window (a year of state: 13 weeks read,
+    not 52). Without it, the latest week is computed from ``cells_state`` in the query."""
+    if latest_week is not None:
+        cutoff_week = latest_week - timedelta(weeks=window_weeks - 1)
+        keep = F.col("week").isNull() | (F.col("week") >= F.lit(cutoff_week))
+        return cells_state.where(keep), models_state.where(keep)
     latest = cells_state.agg(F.max("week").alias("_latest"))
     cutoff = F.date_sub(F.col("_latest"), 7 * (window_weeks - 1))
 
@@ -1223,11 +1236,14 @@ def fit(
 
 
 def window_state(
-    cells_state: DataFrame, models_state: DataFrame, window_weeks: int = WINDOW_WEEKS
+    cells_state: DataFrame,
+    models_state: DataFrame,
+    window_weeks: int = WINDOW_WEEKS,
+    latest_week: date | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """The state -> the fit's input: the window's cells merged over its weeks
     (:func:`in_window`, :func:`merge_weeks`) and the window's models."""
-    cells_state, models_state = in_window(cells_state, models_state, window_weeks)
+    cells_state, models_state = in_window(cells_state, models_state, window_weeks, latest_week)
     return merge_weeks(cells_state), models_state
 
 
@@ -1305,10 +1321,17 @@ def _build_weeks(inputs: Inputs, weeks: Sequence[date]) -> dict[str, DataFrame]:
     models_new = models_new.localCheckpoint(eager=True)
     # the window's state, read (and materialised) before the state tables are rewritten with
     # the new weeks: its cells merged straight from the read (at the bench's full scale 3.8 M
-    # weekly cells to 1.0 M; materialising the weekly cells first cost ~8 s, by hand 12-07)
+    # weekly cells to 1.0 M; materialising the weekly cells first cost ~8 s, by hand 12-07).
+    # The window ends with the latest week of the new state (the kept weeks' partitions and
+    # the new cells); only its weeks' partitions are read.
+    cells_kept = inputs.read(GOLD_STATE_SPEED_CELLS).where(~changed)
+    latest_week = (
+        cells_kept.select("week").unionByName(cells_new.select("week")).agg(F.max("week")).first()
+    )[0]  # one row
     cells_window, models_window = window_state(
-        inputs.read(GOLD_STATE_SPEED_CELLS).where(~changed).unionByName(cells_new),
+        cells_kept.unionByName(cells_new),
         inputs.read(GOLD_STATE_SPEED_MODELS).where(~changed).unionByName(models_new),
+        latest_week=latest_week,
     )
     return {
         GOLD_STATE_SPEED_CELLS.full_name: cells_new,
