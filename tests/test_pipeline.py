@@ -267,15 +267,22 @@ def test_a_duplicate_gold_key_fails_analyze_and_keeps_the_previous_version(
 ) -> None:
     """Gold is gated like silver: a planted duplicate (week, site, vo) row in the frame makes
     analyze fail with the reason; the table keeps its previous version and the failed check is
-    in silver.quality_results."""
+    in silver.quality_results. The group's other tables, whose gates passed, keep theirs too:
+    a group is written whole or not at all."""
     from delta.tables import DeltaTable
 
     from gridlake.catalog import QUALITY_RESULTS
     from gridlake.gold import site_efficiency
-    from gridlake.gold.analyze import analyze
+    from gridlake.gold.analyze import analyze, group_tables
     from gridlake.quality import QualityGateError
 
     table = site_efficiency.GOLD_SITE_EFFICIENCY_WEEKLY
+    others = [t for t in group_tables("site_efficiency") if t.full_name != table.full_name]
+    assert len(others) >= 3
+    versions = {
+        t.full_name: DeltaTable.forPath(spark, t.path()).history(1).first()["version"]
+        for t in others
+    }
     compute = site_efficiency.compute
 
     def planted(jobs, retries=None, rules=None):
@@ -299,6 +306,18 @@ def test_a_duplicate_gold_key_fails_analyze_and_keeps_the_previous_version(
     )
     assert [(r.check_kind, r.check_column) for r in failed] == [("unique_key", "week,site,vo")]
     assert failed[0].batch_id.startswith("analyze-site_efficiency-")
+    for t in others:  # gated and passed, but not written
+        assert (
+            DeltaTable.forPath(spark, t.path()).history(1).first()["version"]
+            == versions[t.full_name]
+        ), t.full_name
+        passed = (
+            _table(spark, QUALITY_RESULTS)
+            .where((F.col("table_name") == t.full_name)
+                   & (F.col("batch_id") == failed[0].batch_id))
+            .collect()
+        )  # fmt: skip
+        assert passed and all(r.success for r in passed), t.full_name
 
 
 def test_the_metastore_holds_exactly_the_catalog(spark, gold_demo) -> None:
