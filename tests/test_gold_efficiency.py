@@ -670,6 +670,23 @@ def test_percentiles_over_weeks_are_the_nearest_rank_of_every_job(spark) -> None
         values_state(df).where("measure = 'success_wall_seconds'"), ["job_type"], {"m": 0.5}
     ).collect()
     assert m.m == pytest.approx(nearest_rank(walls, 0.5), rel=5e-3)  # rounded like the rest
+    # several measures at once (one window over the values): each measure's percentiles as
+    # asked alone, on its own keys (the wall-clock measure's have no CPU model), null elsewhere
+    from gridlake.gold.efficiency.state import measures_percentiles
+
+    keys = ["microarchitecture", "cpu_model_norm", "job_type"]
+    asked = {"cpu_seconds_per_event": {"pe50": 0.5, "pe90": 0.9},
+             "success_wall_seconds": {"w50": 0.5}}  # fmt: skip
+    together = {
+        tuple(row[k] for k in keys): row
+        for row in measures_percentiles(values_state(df), keys, asked).collect()
+    }
+    model, wall = (r.microarchitecture, r.cpu_model_norm, "simul"), (None, None, "simul")
+    assert set(together) == {model, wall}
+    assert together[model].pe50 == pytest.approx(nearest_rank(per_event, 0.5), rel=5e-3)
+    assert together[model].pe90 == pytest.approx(nearest_rank(per_event, 0.9), rel=5e-3)
+    assert together[wall].w50 == pytest.approx(nearest_rank(walls, 0.5), rel=5e-3)
+    assert (together[model].w50, together[wall].pe50, together[wall].pe90) == (None, None, None)
     # a table computed straight from jobs asks for its measures only: the same rows as those
     # measures' rows of the whole state, and no other measure's
     some = ("cpu_seconds_per_event", "hs23_seconds_per_event")

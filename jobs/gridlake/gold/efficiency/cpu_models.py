@@ -9,8 +9,8 @@ from gridlake.gold.efficiency.state import (
     MEASURE_HS23_PER_EVENT,
     MEASURE_PER_EVENT,
     attach,
+    measures_percentiles,
     models_state,
-    rank_percentiles,
     values_state,
 )
 
@@ -37,18 +37,18 @@ def cpu_model_efficiency_from(models: DataFrame, values: DataFrame) -> DataFrame
         (F.sum("cpu_seconds") / 3600.0).alias("cpu_hours"),
         F.sum("jobs_with_events").alias("jobs_with_events"),
     )
-    measure = F.col("measure")
-    per_event = rank_percentiles(
-        values.where(measure == MEASURE_PER_EVENT),
+    percentiles = measures_percentiles(
+        values,
         KEYS,
-        {"median_cpu_seconds_per_event": 0.5, "p90_cpu_seconds_per_event": 0.9},
+        {
+            MEASURE_PER_EVENT: {
+                "median_cpu_seconds_per_event": 0.5,
+                "p90_cpu_seconds_per_event": 0.9,
+            },
+            MEASURE_HS23_PER_EVENT: {"median_hs23_seconds_per_event": 0.5},
+        },
     )
-    hs23 = rank_percentiles(
-        values.where(measure == MEASURE_HS23_PER_EVENT),
-        KEYS,
-        {"median_hs23_seconds_per_event": 0.5},
-    )
-    out = attach(attach(sums.where(F.col("jobs") > 0), per_event, KEYS), hs23, KEYS)
+    out = attach(sums.where(F.col("jobs") > 0), percentiles, KEYS)
     return out.select(
         *KEYS,
         "jobs",

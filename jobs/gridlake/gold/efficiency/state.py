@@ -254,6 +254,33 @@ def rank_percentiles(
     )  # fmt: skip
 
 
+def measures_percentiles(
+    values: DataFrame, keys: Sequence[str], percentiles: dict[str, dict[str, float]]
+) -> DataFrame:
+    """:func:`rank_percentiles` of several measures at once: rows of
+    gold._state_efficiency_values (any set of weeks) -> one row per ``keys`` with a column per
+    entry of ``percentiles`` (measure -> {name -> p}). One aggregation, one sort and one window
+    for all the measures (the measure a key of the window's partition), where a call per
+    measure reads the values and sorts them once each."""
+    k = list(keys)
+    measure = F.col("measure")
+    counts = (
+        values.where(measure.isin(*percentiles))
+        .groupBy(*k, "measure", "value")
+        .agg(F.sum("n").alias("_n"))
+    )
+    part = [*k, "measure"]
+    upto = Window.partitionBy(*part).orderBy("value").rowsBetween(Window.unboundedPreceding, 0)
+    ranked = counts.withColumn("_cum", F.sum("_n").over(upto)).withColumn(
+        "_total", F.sum("_n").over(Window.partitionBy(*part))
+    )
+    return ranked.groupBy(*k).agg(
+        *[F.min(F.when((measure == m) & (F.col("_cum") >= F.lit(p) * F.col("_total")),
+                       F.col("value"))).alias(name)
+          for m, named in percentiles.items() for name, p in named.items()]
+    )  # fmt: skip
+
+
 def attach(left: DataFrame, right: DataFrame, keys: Sequence[str]) -> DataFrame:
     """``left`` with the other columns of ``right`` (at most one row per ``keys``), matched on
     ``keys`` with nulls equal (a CPU model without a microarchitecture is a key like any)."""
