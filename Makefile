@@ -37,8 +37,8 @@ status: ## show what runs
 demo: up ## the main job: simulated weeks -> Kafka -> Airflow DAGs -> gold, weekly reports, Superset; Airflow left running
 	@bash infra/demo.sh
 
-test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side; the warehouse shard's data built by make demo itself, cold then warm, on one week), and the fault trials' short form as a third lane beside them (GRIDLAKE_TEST_FAULTS=off skips it; GRIDLAKE_TEST_DEMO=full adds the shipped demo)
-	@GRIDLAKE_TEST_DEMO=$${GRIDLAKE_TEST_DEMO:-short} GRIDLAKE_TEST_FAULTS=$${GRIDLAKE_TEST_FAULTS:-short} PYTEST_MARK="not nightly and not demo and not cluster and not faults" bash infra/test.sh $(PYTEST_ARGS)
+test: install ## unit and integration tests against real Kafka, Spark, Delta, Airflow, Superset (two shards side by side; the warehouse shard's data built by make demo itself, cold then warm, on one week), and a third lane beside them with the short forms of the fault trials, the cluster (cluster-up on an instance of its own, a YARN application over HDFS) and the bench (tiny scale, three stages) (GRIDLAKE_TEST_FAULTS / _CLUSTER / _BENCH=off skips one; GRIDLAKE_TEST_DEMO=full adds the shipped demo)
+	@GRIDLAKE_TEST_DEMO=$${GRIDLAKE_TEST_DEMO:-short} GRIDLAKE_TEST_FAULTS=$${GRIDLAKE_TEST_FAULTS:-short} GRIDLAKE_TEST_CLUSTER=$${GRIDLAKE_TEST_CLUSTER:-short} GRIDLAKE_TEST_BENCH=$${GRIDLAKE_TEST_BENCH:-short} PYTEST_MARK="not nightly and not demo and not cluster and not faults and not bench_short" bash infra/test.sh $(PYTEST_ARGS)
 
 test-faults: install ## the fault trials in full: SIGKILL of publish, ingest, refine, analyze at seeded random moments (GRIDLAKE_FAULT_ROUNDS=5: 20 kills, ~90 min on 2 cores), each then checked against an uninterrupted run; refine on a full disk (a size-limited tmpfs) and with Derby restarted; Kafka restarted during publish and ingest; the node agent killed at random moments (8, half with the broker restarted); the Thrift Server killed while a dashboard loads; make test runs 1 round of ingest and refine kills
 	@GRIDLAKE_TEST_INSTANCE=test-faults GRIDLAKE_PORT_OFFSET=1200 GRIDLAKE_FAULT_ROUNDS=$${GRIDLAKE_FAULT_ROUNDS:-5} $(VENV)/bin/pytest -m faults tests/faults $(PYTEST_ARGS)
@@ -70,8 +70,10 @@ cluster-status: ## one JSON line per cluster daemon (service, address, web, heal
 test-cluster: install ## the cluster tests (starts and stops the cluster instance; minutes on 2 cores; not in make test)
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m cluster tests/test_cluster.py $(PYTEST_ARGS)
 
-bench: install ## speed/memory figures vs same-run references (BENCH_SCALE=small|standard|full)
-	@GRIDLAKE_INSTANCE=bench GRIDLAKE_PORT_OFFSET=400 $(PY) -m gridlake.ops.bench $(BENCH_ARGS)
+BENCH_INSTANCE ?= bench
+BENCH_PORT_OFFSET ?= 400
+bench: install ## speed/memory figures vs same-run references (BENCH_SCALE=tiny|small|standard|full; BENCH_ARGS="--only STAGE,..."; its own instance, BENCH_INSTANCE=bench*, BENCH_PORT_OFFSET)
+	@GRIDLAKE_INSTANCE=$(BENCH_INSTANCE) GRIDLAKE_PORT_OFFSET=$(BENCH_PORT_OFFSET) $(PY) -m gridlake.ops.bench $(BENCH_ARGS)
 
 docs: install ## regenerate the table reference (sql/grid/README.md), views, assets and DAG manifest from the code
 	@$(VENV)/bin/gridlake docs
@@ -89,4 +91,6 @@ clean-test: ## stop the test instances (both shards of make test, its demo test 
 	@GRIDLAKE_INSTANCE=test-grid GRIDLAKE_PORT_OFFSET=300 $(MAKE) --no-print-directory down
 	@GRIDLAKE_INSTANCE=demo-ci GRIDLAKE_PORT_OFFSET=600 $(MAKE) --no-print-directory down
 	@GRIDLAKE_INSTANCE=test-faults GRIDLAKE_PORT_OFFSET=1200 $(MAKE) --no-print-directory down
-	@rm -rf $(GRIDLAKE_HOME)/test $(GRIDLAKE_HOME)/test-grid $(GRIDLAKE_HOME)/test-demo $(GRIDLAKE_HOME)/demo-ci $(GRIDLAKE_HOME)/test-faults $(GRIDLAKE_HOME)/pytest-warehouse $(GRIDLAKE_HOME)/pytest-grid $(GRIDLAKE_HOME)/pytest-demo $(GRIDLAKE_HOME)/pytest-faults
+	@if [ -f $(GRIDLAKE_HOME)/test-cluster/cluster.env ]; then GRIDLAKE_INSTANCE=test-cluster bash infra/cluster.sh down; fi
+	@GRIDLAKE_INSTANCE=bench-ci GRIDLAKE_PORT_OFFSET=1600 $(MAKE) --no-print-directory down
+	@rm -rf $(GRIDLAKE_HOME)/test $(GRIDLAKE_HOME)/test-grid $(GRIDLAKE_HOME)/test-demo $(GRIDLAKE_HOME)/demo-ci $(GRIDLAKE_HOME)/test-faults $(GRIDLAKE_HOME)/pytest-warehouse $(GRIDLAKE_HOME)/pytest-grid $(GRIDLAKE_HOME)/pytest-demo $(GRIDLAKE_HOME)/pytest-faults $(GRIDLAKE_HOME)/test-cluster $(GRIDLAKE_HOME)/bench-ci $(GRIDLAKE_HOME)/pytest-short

@@ -189,6 +189,7 @@ write_env() {
   cat > "$GRIDLAKE_STATE/cluster.env" <<ENV
 # written by infra/cluster.sh up: the settings of instance $GRIDLAKE_INSTANCE (read by the CLI and infra/)
 GRIDLAKE_ENV=cluster
+GRIDLAKE_PORT_OFFSET=$o
 GRIDLAKE_SPARK_MASTER=yarn
 GRIDLAKE_STORAGE_ROOT=$HDFS_URI/gridlake/warehouse
 HADOOP_CONF_DIR=$conf

@@ -8,6 +8,16 @@ GRIDLAKE_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export GRIDLAKE_REPO
 export GRIDLAKE_HOME="${GRIDLAKE_HOME:-$GRIDLAKE_REPO/.gridlake}"
 export GRIDLAKE_INSTANCE="${GRIDLAKE_INSTANCE:-demo}"
+export GRIDLAKE_STATE="$GRIDLAKE_HOME/$GRIDLAKE_INSTANCE"
+# The instance's settings written by `make cluster-up` (cluster.env), where the environment does
+# not set them (the same rule as gridlake.settings); read first, since it may hold the instance's
+# port offset (a cluster instance other than `cluster`, e.g. make test's short form).
+if [ -f "$GRIDLAKE_STATE/cluster.env" ]; then
+  while IFS='=' read -r _k _v; do
+    case "$_k" in '' | \#*) continue ;; esac
+    [ -n "${!_k:-}" ] || export "$_k=$_v"
+  done < "$GRIDLAKE_STATE/cluster.env"
+fi
 if [ -z "${GRIDLAKE_PORT_OFFSET:-}" ]; then
   case "$GRIDLAKE_INSTANCE" in
     demo) GRIDLAKE_PORT_OFFSET=0 ;;
@@ -17,15 +27,6 @@ if [ -z "${GRIDLAKE_PORT_OFFSET:-}" ]; then
   esac
 fi
 export GRIDLAKE_PORT_OFFSET
-export GRIDLAKE_STATE="$GRIDLAKE_HOME/$GRIDLAKE_INSTANCE"
-# The instance's settings written by `make cluster-up` (cluster.env), where the environment does
-# not set them (the same rule as gridlake.settings).
-if [ -f "$GRIDLAKE_STATE/cluster.env" ]; then
-  while IFS='=' read -r _k _v; do
-    case "$_k" in '' | \#*) continue ;; esac
-    [ -n "${!_k:-}" ] || export "$_k=$_v"
-  done < "$GRIDLAKE_STATE/cluster.env"
-fi
 export GRIDLAKE_KAFKA_PORT="${GRIDLAKE_KAFKA_PORT:-$((9092 + GRIDLAKE_PORT_OFFSET))}"
 export GRIDLAKE_KAFKA_CONTROLLER_PORT="${GRIDLAKE_KAFKA_CONTROLLER_PORT:-$((9093 + GRIDLAKE_PORT_OFFSET))}"
 export GRIDLAKE_DERBY_PORT="${GRIDLAKE_DERBY_PORT:-$((1527 + GRIDLAKE_PORT_OFFSET))}"

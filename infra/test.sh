@@ -62,16 +62,53 @@ faults_lane() {
   child=$!
   wait "$child"
 }
+# After them in the same lane, the cluster's and the bench's short forms (GRIDLAKE_TEST_CLUSTER,
+# GRIDLAKE_TEST_BENCH = short | off; make test: short): tests/test_cluster.py's cluster_short tests
+# (`cluster-up` from a wiped instance of their own, test-cluster, ports + 1500: the daemons on
+# loopback, the switch by instance name, a YARN application over HDFS; then `cluster.sh down`;
+# the Hadoop jars fetched on first use) and tests/test_bench.py's bench_short test (`make bench`
+# at the tiny scale, three stages, instance bench-ci, ports + 1600). make test-cluster and make
+# bench run them in full.
+short_marks=()
+for kind in CLUSTER BENCH; do
+  var="GRIDLAKE_TEST_$kind"
+  case "${!var:-off}" in
+    off) ;;
+    short) short_marks+=("${kind,,}_short") ;;
+    *) echo "[test] $var=${!var}: off or short" >&2; exit 2 ;;
+  esac
+done
+short_lane() {
+  local child rc=0 expr
+  trap 'kill "$child" 2>/dev/null; wait "$child" 2>/dev/null; exit 130' INT TERM
+  if [ "${GRIDLAKE_TEST_FAULTS:-off}" = short ]; then
+    faults_lane "$@"
+    rc=$?
+  fi
+  if [ "${#short_marks[@]}" -gt 0 ]; then
+    expr="$(printf ' or %s' "${short_marks[@]}")"
+    echo "[test] the short forms of make test-cluster and make bench (${expr:4}):"
+    GRIDLAKE_TEST_INSTANCE=test-faults GRIDLAKE_PORT_OFFSET=1200 \
+      GRIDLAKE_TEST_CLUSTER_INSTANCE=test-cluster GRIDLAKE_TEST_CLUSTER_OFFSET=1500 \
+      "$pytest" -m "${expr:4}" --basetemp="$GRIDLAKE_HOME/pytest-short" "$@" \
+      tests/test_cluster.py tests/test_bench.py &
+    child=$!
+    wait "$child"
+    local src=$?
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ]; then rc=$src; fi
+  fi
+  return "$rc"
+}
 faults=""
 case "${GRIDLAKE_TEST_FAULTS:-off}" in
-  off) ;;
-  short)
-    faults_lane "$@" >"$faults_log" 2>&1 &
-    faults=$!
-    echo "[test] the fault trials (short form: 1 round): pid $faults, output in $faults_log"
-    ;;
+  off|short) ;;
   *) echo "[test] GRIDLAKE_TEST_FAULTS=$GRIDLAKE_TEST_FAULTS: off or short" >&2; exit 2 ;;
 esac
+if [ "${GRIDLAKE_TEST_FAULTS:-off}" = short ] || [ "${#short_marks[@]}" -gt 0 ]; then
+  short_lane "$@" >"$faults_log" 2>&1 &
+  faults=$!
+  echo "[test] the short forms (fault trials: ${GRIDLAKE_TEST_FAULTS:-off}; ${short_marks[*]:-no cluster or bench}): pid $faults, output in $faults_log"
+fi
 warehouse_lane "$@" >"$log" 2>&1 &
 warehouse=$!
 stop() {
@@ -88,7 +125,7 @@ faults_rc=0
 if [ -n "$faults" ]; then
   wait "$faults"
   faults_rc=$?
-  echo "[test] the fault trials (short form):"
+  echo "[test] the short forms (fault trials, cluster, bench):"
   cat "$faults_log"
 fi
 wait "$warehouse"
@@ -98,6 +135,6 @@ echo "[test] shard warehouse:"
 cat "$log"
 # 5: the shard collected no test (a file or -k selection only the other shard has)
 ok() { [ "$1" -eq 0 ] || [ "$1" -eq 5 ]; }
-echo "[test] shard grid exit $grid_rc, fault trials exit $faults_rc, shard warehouse exit $warehouse_rc"
+echo "[test] shard grid exit $grid_rc, short forms (faults, cluster, bench) exit $faults_rc, shard warehouse exit $warehouse_rc"
 if [ "$grid_rc" -eq 5 ] && [ "$warehouse_rc" -eq 5 ]; then exit 5; fi
 ok "$grid_rc" && ok "$warehouse_rc" && ok "$faults_rc"

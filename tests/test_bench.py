@@ -1,11 +1,14 @@
 """The bench's results contract (issue 24): every stage judged against its target the same way,
 so a reader of results-<scale>.json (and operations tooling) finds ``target`` and ``met`` beside
-the named figures. The stages themselves run in ``make bench``, not here (they take minutes to
-hours); these are the pure parts."""
+the named figures. The stages themselves run in ``make bench`` (minutes to hours); make test
+runs its short form (marker ``bench_short``, the last test here): ``make bench`` at the ``tiny``
+scale, three stages end to end on an instance of its own."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -196,3 +199,56 @@ def test_freshness_figures_add_the_production_schedules_wait_to_what_was_measure
     assert got["end_to_end_p95_s"] == 0.95 * 300 + (20 + 30 + 5 + 44 + 1)
     assert got["end_to_end_bench_schedule_p95_s"] == 40 + 20 + 30 + 5 + 44 + 1
     assert got["parts_p50_s"]["analyze_site_efficiency"] == 42
+
+
+SHORT_STAGES = {  # make test's short form: each stage and its named figure
+    "publish": "ratio",
+    "ingest": "ratio_vs_consumer_perf_test",
+    "spark-vs-duckdb": "ratio_spark_vs_duckdb",
+}
+
+
+@pytest.mark.bench_short
+@pytest.mark.integration
+@pytest.mark.slow
+def test_make_bench_short_form_runs_its_stages_to_the_end_and_writes_their_figures(
+    tmp_path: Path,
+) -> None:
+    """`make bench BENCH_SCALE=tiny BENCH_ARGS="--only publish,ingest,spark-vs-duckdb"` as a
+    user runs it (its own instance bench-ci, ports + 1600; the results in a file of the test's):
+    Kafka's producer and consumer tools against gridlake's publish and ingest, Spark against
+    DuckDB on the same Delta files (the stage itself fails when the two engines' rows differ).
+    Every record published is ingested once, and each stage's object holds what the results
+    contract names, its target not applying at this scale."""
+    from gridlake.settings import REPO_ROOT
+
+    results = tmp_path / "results-tiny.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRIDLAKE_")}
+    if "GRIDLAKE_HOME" in os.environ:
+        env["GRIDLAKE_HOME"] = os.environ["GRIDLAKE_HOME"]
+    env.update({"BENCH_INSTANCE": "bench-ci", "BENCH_PORT_OFFSET": "1600",
+                "GRIDLAKE_BENCH_RESULTS": str(results), "BENCH_SCALE": "tiny",
+                "BENCH_ARGS": "--only " + ",".join(SHORT_STAGES)})  # fmt: skip
+    proc = subprocess.run(["make", "-s", "-C", str(REPO_ROOT), "bench"], capture_output=True,
+                          text=True, timeout=1800, env=env)  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    got = json.loads(results.read_text())
+    scale = bench.SCALES["tiny"]
+    assert got["scale"] == "tiny" and got["scale_parameters"] == scale.__dict__
+    for stage, figure in SHORT_STAGES.items():
+        entry = got[stage]
+        assert entry["scale"] == "tiny" and entry["target_applies"] is False, entry
+        assert entry["measured_at"].endswith("Z") and entry["load_average"] >= 0, entry
+        assert entry["target"] == bench.judge(stage, entry)[0], entry
+        value = entry[figure]
+        assert isinstance(value, float | int) and value > 0, (stage, entry)
+        assert isinstance(entry["met"], bool), entry
+    assert got["publish"]["records"] == scale.publish_records
+    ingest = got["ingest"]
+    assert ingest["records"] == scale.publish_records  # the payload, after the warm-up run
+    assert ingest["gridlake_ingest_records_per_s"] > 0, ingest
+    assert ingest["kafka_consumer_perf_test_records_per_s"] > 0, ingest
+    svd = got["spark-vs-duckdb"]
+    assert svd["jobs"] >= 10 * scale.gold_jobs, svd
+    for table in ("gold.site_efficiency_weekly", "gold.cpu_model_efficiency"):
+        assert svd[table]["rows"] > 0 and len(svd[table]["spark_s"]) == 2, svd[table]

@@ -7,6 +7,13 @@ Marker ``cluster``: `make test-cluster`, not `make test` (the daemons and YARN's
 cost minutes on two cores). The module starts from a wiped cluster instance (a fresh machine's
 `make cluster-up`: the NameNode formatted, new Kafka logs and metastore), so `make test-cluster`
 must not run where the `cluster` instance holds data to keep.
+
+Marker ``cluster_short``: make test's short form (infra/test.sh, the third lane, after the fault
+trials' short form): the same `cluster-up` from a wiped instance on an instance of its own
+(GRIDLAKE_TEST_CLUSTER_INSTANCE=test-cluster, GRIDLAKE_TEST_CLUSTER_OFFSET=1500, so that it never
+touches a user's `cluster`), then every daemon healthy on loopback, the switch by instance name
+alone, and a command as a YARN application over the warehouse on HDFS; then `cluster.sh down`.
+The data comparison and the faults are `make test-cluster`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +32,13 @@ from gridlake.settings import REPO_ROOT
 
 pytestmark = [pytest.mark.cluster, pytest.mark.integration, pytest.mark.slow]
 
-OFFSET = 500  # the cluster instance's port offset (infra/env.sh, gridlake.settings)
+# The instance under test: `cluster` (port offset 500: infra/env.sh, gridlake.settings) through
+# the make targets, as users run it; make test's short form on an instance of its own through
+# infra/cluster.sh, the script those targets run.
+INSTANCE = os.environ.get("GRIDLAKE_TEST_CLUSTER_INSTANCE", "cluster")
+OFFSET = int(os.environ.get("GRIDLAKE_TEST_CLUSTER_OFFSET", "500"))
+if (INSTANCE == "cluster") != (OFFSET == 500):
+    raise RuntimeError(f"instance {INSTANCE} on offset {OFFSET}: `cluster` is 500, no other is")
 RM_WEB = f"http://127.0.0.1:{8090 + OFFSET}"
 NN_WEB = f"http://127.0.0.1:{9870 + OFFSET}"
 KAFKA_PORTS = [9092 + OFFSET + 2 * i for i in range(3)]  # infra/kafka.sh, three brokers
@@ -40,7 +53,7 @@ def _env() -> dict[str, str]:
     home = os.environ.get("GRIDLAKE_HOME")
     if home:
         env["GRIDLAKE_HOME"] = home
-    env["GRIDLAKE_INSTANCE"] = "cluster"
+    env["GRIDLAKE_INSTANCE"] = INSTANCE
     return env
 
 
@@ -55,6 +68,18 @@ def _gridlake(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     return _run(str(venv / "bin" / "gridlake"), *args, timeout=timeout)
 
 
+def _cluster(action: str, timeout: float = 900, **env: str) -> subprocess.CompletedProcess:
+    """`make cluster-<action>` on the `cluster` instance; `infra/cluster.sh <action>` on another."""
+    cmd = (
+        ["make", "-s", f"cluster-{action}"]
+        if INSTANCE == "cluster"
+        else ["bash", "infra/cluster.sh", action]
+    )
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env={**_env(), **env}, cwd=REPO_ROOT
+    )
+
+
 def _get(url: str) -> dict:
     with urllib.request.urlopen(url, timeout=30) as r:
         return json.load(r)
@@ -66,20 +91,23 @@ def cluster() -> Iterator[Path]:
     import shutil
 
     home = Path(os.environ.get("GRIDLAKE_HOME", REPO_ROOT / ".gridlake"))
-    down = _run("make", "-s", "cluster-down", timeout=600)
+    # a wiped instance has no cluster.env yet: its first commands name the offset, which
+    # cluster.env keeps for every later one
+    down = _cluster("down", timeout=600, GRIDLAKE_PORT_OFFSET=str(OFFSET))
     assert down.returncode == 0, down.stderr[-2000:]
-    shutil.rmtree(home / "cluster", ignore_errors=True)
-    up = _run("make", "-s", "cluster-up", timeout=1800)
+    shutil.rmtree(home / INSTANCE, ignore_errors=True)
+    up = _cluster("up", timeout=1800, GRIDLAKE_PORT_OFFSET=str(OFFSET))
     assert up.returncode == 0, (up.stdout[-3000:], up.stderr[-3000:])
     try:
-        yield home / "cluster"
+        yield home / INSTANCE
     finally:
-        down = _run("make", "-s", "cluster-down", timeout=600)
+        down = _cluster("down", timeout=600)
         assert down.returncode == 0, down.stderr[-2000:]
 
 
+@pytest.mark.cluster_short
 def test_status_names_every_daemon_healthy_on_loopback(cluster: Path) -> None:
-    st = _run("make", "-s", "cluster-status", timeout=120)
+    st = _cluster("status", timeout=120)
     assert st.returncode == 0, (st.stdout, st.stderr[-2000:])
     lines = [json.loads(x) for x in st.stdout.splitlines() if x.startswith("{")]
     services = sorted(x["service"] for x in lines)
@@ -107,6 +135,7 @@ def test_status_names_every_daemon_healthy_on_loopback(cluster: Path) -> None:
     assert {9083 + OFFSET, 10000 + OFFSET, 8088 + OFFSET} <= listening, sorted(listening)
 
 
+@pytest.mark.cluster_short
 def test_settings_switch_by_instance_name_alone(cluster: Path) -> None:
     """GRIDLAKE_INSTANCE=cluster alone gives the cluster settings (from cluster.env)."""
     code = (
@@ -125,12 +154,17 @@ def test_settings_switch_by_instance_name_alone(cluster: Path) -> None:
 
 @pytest.fixture(scope="module")
 def initialized(cluster: Path) -> Path:
-    """`gridlake init` on the cluster (a YARN application): every table registered on HDFS."""
-    init = _gridlake("init", timeout=1800)
-    assert init.returncode == 0, (init.stdout[-3000:], init.stderr[-3000:])
+    """`gridlake init` on the cluster (a YARN application): every table registered on HDFS.
+    `cluster-up` from a wiped instance runs it (the application gridlake-init); it runs here only
+    when that one is not on the ResourceManager's list."""
+    apps = (_get(f"{RM_WEB}/ws/v1/cluster/apps").get("apps") or {}).get("app") or []
+    if ("gridlake-init", "SUCCEEDED") not in {(a["name"], a["finalStatus"]) for a in apps}:
+        init = _gridlake("init", timeout=1800)
+        assert init.returncode == 0, (init.stdout[-3000:], init.stderr[-3000:])
     return cluster
 
 
+@pytest.mark.cluster_short
 def test_commands_run_as_yarn_applications_with_the_warehouse_on_hdfs(initialized: Path) -> None:
     """`gridlake init` registers every table on HDFS; a query then runs on YARN executors."""
     cluster = initialized
@@ -165,7 +199,7 @@ def _cluster_settings():
 
     from gridlake.settings import get_settings
 
-    return dataclasses.replace(get_settings(), instance="cluster", kafka_bootstrap=BOOTSTRAP)
+    return dataclasses.replace(get_settings(), instance=INSTANCE, kafka_bootstrap=BOOTSTRAP)
 
 
 def _kafka_admin_conf() -> dict:
@@ -368,7 +402,7 @@ def test_a_broker_killed_mid_publish_loses_and_doubles_nothing(
         assert at_kill < n, f"the publish had finished ({at_kill}) before the broker died"
         ends = _end_offsets("grid.jobs")
         assert sum(ends.values()) - before == n  # no record lost, none doubled by retries
-        st = _run("make", "-s", "cluster-status", timeout=120)
+        st = _cluster("status", timeout=120)
         assert st.returncode != 0 and '"service": "kafka"' in st.stdout  # the dead one shows
         ingest = _gridlake("ingest", timeout=1800)
         assert ingest.returncode == 0, (ingest.stdout[-3000:], ingest.stderr[-3000:])
@@ -385,7 +419,7 @@ def test_a_broker_killed_mid_publish_loses_and_doubles_nothing(
         up = _run("bash", "infra/kafka.sh", "start", timeout=300)
         assert up.returncode == 0, up.stderr[-2000:]
     deadline = time.monotonic() + 120
-    while _run("make", "-s", "cluster-status", timeout=120).returncode != 0:
+    while _cluster("status", timeout=120).returncode != 0:
         assert time.monotonic() < deadline, "the restarted broker did not rejoin"
         time.sleep(3)
 
@@ -444,7 +478,7 @@ def test_a_datanode_killed_mid_refine_loses_nothing(initialized: Path, tmp_path:
     finally:
         if refine.poll() is None:
             refine.kill()
-        up = _run("make", "-s", "cluster-up", timeout=900)  # starts what is not running
+        up = _cluster("up", timeout=900)  # starts what is not running
         assert up.returncode == 0, up.stderr[-2000:]
     beans = _get(f"{NN_WEB}/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState")["beans"]
     assert beans[0]["NumLiveDataNodes"] == 2
