@@ -67,7 +67,7 @@ cluster-demo: cluster-up ## make demo on the cluster: the demo weeks through the
 cluster-status: ## one JSON line per cluster daemon (service, address, web, healthy); exit 1 if any is unhealthy
 	@GRIDLAKE_INSTANCE=cluster bash infra/cluster.sh status
 
-test-cluster: install ## the cluster tests (starts and stops the cluster instance; minutes on 2 cores; not in make test)
+test-cluster: install ## the cluster tests in full (wipes, starts and stops the cluster instance; the demo week against local mode, broker, DataNode and executor kills; ~30 min on 2 cores); make test runs their short form on an instance of its own
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m cluster tests/test_cluster.py $(PYTEST_ARGS)
 
 BENCH_INSTANCE ?= bench
@@ -86,7 +86,7 @@ format: ## ruff format and autofix
 	@$(VENV)/bin/ruff format jobs tests dags superset
 	@$(VENV)/bin/ruff check --fix jobs tests dags superset
 
-clean-test: ## stop the test instances (both shards of make test, its demo test and fault trials) and delete their state
+clean-test: ## stop the test instances (both shards of make test, its demo test, fault trials, cluster and bench short forms) and delete their state
 	@GRIDLAKE_INSTANCE=test $(MAKE) --no-print-directory down
 	@GRIDLAKE_INSTANCE=test-grid GRIDLAKE_PORT_OFFSET=300 $(MAKE) --no-print-directory down
 	@GRIDLAKE_INSTANCE=demo-ci GRIDLAKE_PORT_OFFSET=600 $(MAKE) --no-print-directory down
