@@ -67,7 +67,7 @@ cluster-demo: cluster-up ## make demo on the cluster: the demo weeks through the
 cluster-status: ## one JSON line per cluster daemon (service, address, web, healthy); exit 1 if any is unhealthy
 	@GRIDLAKE_INSTANCE=cluster bash infra/cluster.sh status
 
-test-cluster: install ## the cluster tests in full (wipes, starts and stops the cluster instance; the demo week against local mode, broker, DataNode and executor kills; ~30 min on 2 cores); make test runs their short form on an instance of its own
+test-cluster: install ## the cluster tests in full (wipes, starts and stops the cluster instance; the demo week against local mode, broker, DataNode and executor kills); make test runs their short form on an instance of its own
 	@GRIDLAKE_INSTANCE=test $(VENV)/bin/pytest -m cluster tests/test_cluster.py $(PYTEST_ARGS)
 
 BENCH_INSTANCE ?= bench
