@@ -8,7 +8,9 @@
 #         factor 3 and min.insync.replicas 2 (infra/kafka.sh with GRIDLAKE_KAFKA_BROKERS=3).
 #   Hive metastore  a service of its own (infra/metastore.sh, thrift), the catalog in Derby; the
 #         jobs and the Thrift Server reach it by GRIDLAKE_METASTORE_URI.
-#   Spark Thrift Server  a YARN application (gridlake-thrift), and Superset on it.
+#   Spark Thrift Server  a YARN application (gridlake-thrift), and Superset on it
+#         (GRIDLAKE_CLUSTER_SERVING=0 at the first `up`: neither, as in make test's short form;
+#         kept in cluster.env for the later commands).
 # Instance `cluster` (port offset 500) unless GRIDLAKE_INSTANCE says otherwise. `up` writes the
 # instance's settings (GRIDLAKE_ENV=cluster, master, storage root, Hadoop conf) into
 # $GRIDLAKE_STATE/cluster.env, which the CLI and the other infra scripts read.
@@ -39,6 +41,8 @@ OPENS=(--add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.la
   --add-opens=java.base/java.net=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED
   --add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED)
 DAEMONS=(namenode datanode1 datanode2 resourcemanager nodemanager)
+serving="${GRIDLAKE_CLUSTER_SERVING:-1}"  # the Thrift Server and Superset (1) or not (0)
+case "$serving" in 0|1) ;; *) die "GRIDLAKE_CLUSTER_SERVING=$serving: 0 or 1" ;; esac
 
 # site NAME KEY=VALUE...: write NAME.xml (a Hadoop configuration file) into $conf_out.
 site() {
@@ -190,6 +194,7 @@ write_env() {
 # written by infra/cluster.sh up: the settings of instance $GRIDLAKE_INSTANCE (read by the CLI and infra/)
 GRIDLAKE_ENV=cluster
 GRIDLAKE_PORT_OFFSET=$o
+GRIDLAKE_CLUSTER_SERVING=$serving
 GRIDLAKE_SPARK_MASTER=yarn
 GRIDLAKE_STORAGE_ROOT=$HDFS_URI/gridlake/warehouse
 HADOOP_CONF_DIR=$conf
@@ -264,8 +269,10 @@ up() {
       || { tail -20 "$GRIDLAKE_LOGS/cluster-init.log" >&2; die "gridlake init failed; see $GRIDLAKE_LOGS/cluster-init.log"; }
     touch "$GRIDLAKE_STATE/.initialized"
   fi
-  bash "$GRIDLAKE_REPO/infra/thrift.sh" start
-  bash "$GRIDLAKE_REPO/infra/superset.sh" start
+  if [ "$serving" = 1 ]; then
+    bash "$GRIDLAKE_REPO/infra/thrift.sh" start
+    bash "$GRIDLAKE_REPO/infra/superset.sh" start
+  fi
   log "cluster: up (HDFS $HDFS_URI, web http://127.0.0.1:$NN_HTTP; YARN http://127.0.0.1:$RM_WEB; Kafka $KAFKA_BOOTSTRAP; metastore thrift://127.0.0.1:$GRIDLAKE_METASTORE_PORT; Thrift Server jdbc:hive2://127.0.0.1:$GRIDLAKE_THRIFT_PORT; Superset http://127.0.0.1:$GRIDLAKE_SUPERSET_PORT); settings in $GRIDLAKE_STATE/cluster.env"
 }
 
@@ -319,6 +326,7 @@ PY
   done
   emit metastore "127.0.0.1:$GRIDLAKE_METASTORE_PORT" "" \
     "$(healthy metastore "$( (exec 3<>"/dev/tcp/127.0.0.1/$GRIDLAKE_METASTORE_PORT") 2>/dev/null && echo 0 || echo 1)")"
+  [ "$serving" = 1 ] || return "$bad"  # no Thrift Server or Superset on this instance
   # The Thrift Server: its port open and its YARN application running.
   emit thrift "127.0.0.1:$GRIDLAKE_THRIFT_PORT" "" \
     "$(healthy thrift "$( (exec 3<>"/dev/tcp/127.0.0.1/$GRIDLAKE_THRIFT_PORT") 2>/dev/null \

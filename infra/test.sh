@@ -64,8 +64,9 @@ faults_lane() {
 }
 # After them in the same lane, the cluster's and the bench's short forms (GRIDLAKE_TEST_CLUSTER,
 # GRIDLAKE_TEST_BENCH = short | off; make test: short): tests/test_cluster.py's cluster_short tests
-# (`cluster-up` from a wiped instance of their own, test-cluster, ports + 1500: the daemons on
-# loopback, the switch by instance name, a YARN application over HDFS; then `cluster.sh down`;
+# (`cluster-up` from a wiped instance of their own, test-cluster, ports + 1500, without the
+# Thrift Server and Superset: the daemons on loopback, the switch by instance name, YARN
+# applications over HDFS; then `cluster.sh down`;
 # the Hadoop jars fetched on first use) and tests/test_bench.py's bench_short test (`make bench`
 # at the tiny scale, three stages, instance bench-ci, ports + 1600). make test-cluster and make
 # bench run them in full.
@@ -90,6 +91,7 @@ short_lane() {
     echo "[test] the short forms of make test-cluster and make bench (${expr:4}):"
     GRIDLAKE_TEST_INSTANCE=test-faults GRIDLAKE_PORT_OFFSET=1200 \
       GRIDLAKE_TEST_CLUSTER_INSTANCE=test-cluster GRIDLAKE_TEST_CLUSTER_OFFSET=1500 \
+      GRIDLAKE_TEST_CLUSTER_SERVING=0 \
       "$pytest" -m "${expr:4}" --basetemp="$GRIDLAKE_HOME/pytest-short" "$@" \
       tests/test_cluster.py tests/test_bench.py &
     child=$!
